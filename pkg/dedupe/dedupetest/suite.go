@@ -1,0 +1,350 @@
+package dedupetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// Concurrency is the number of goroutines that race to claim one key in the
+// concurrency case.
+const Concurrency = 200
+
+// base is the suite's fixed clock origin: in the future, on a whole second,
+// so that a real DynamoDB TTL never deletes the suite's records mid-test.
+var base = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// Run runs the contract suite against stores made by newStore. newStore is
+// called once per case; stores may share a backend (a table), since every
+// case uses keys of its own.
+func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
+	t.Helper()
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, s dedupe.Store)
+	}{
+		{"ClaimFreshKey", testClaimFresh},
+		{"ClaimHeldKey", testClaimHeld},
+		{"ReplayCompleted", testReplayCompleted},
+		{"GetMissing", testGetMissing},
+		{"ExpiredRecordIsAbsent", testExpiredIsAbsent},
+		{"ExpiryHasSecondPrecision", testExpirySeconds},
+		{"LeaseTakeover", testLeaseTakeover},
+		{"CompletedIgnoresLease", testCompletedIgnoresLease},
+		{"FencingAfterTakeover", testFencing},
+		{"CompleteAfterLeaseWithoutTakeover", testCompleteLateNoTakeover},
+		{"CompleteExpiredRecord", testCompleteExpired},
+		{"ReleaseByOwner", testReleaseOwner},
+		{"ReleaseByOther", testReleaseOther},
+		{"ReleaseMissing", testReleaseMissing},
+		{"ConcurrentClaims", testConcurrentClaims},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.fn(t, newStore(t))
+		})
+	}
+}
+
+// key returns a key unique to this test run.
+func key(t *testing.T) string {
+	return "dedupetest/" + t.Name() + "/" + rand.Text()
+}
+
+func claimReq(k, tok string, now time.Time, lease time.Duration) dedupe.ClaimRequest {
+	return dedupe.ClaimRequest{
+		Key:         k,
+		Fingerprint: "fp-1",
+		Token:       tok,
+		Now:         now,
+		LeaseUntil:  now.Add(lease),
+		ExpiresAt:   now.Add(lease + time.Hour),
+	}
+}
+
+func mustClaim(t *testing.T, s dedupe.Store, req dedupe.ClaimRequest, wantAcquired bool) dedupe.Record {
+	t.Helper()
+	res, err := s.Claim(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", req.Key, err)
+	}
+	if res.Acquired != wantAcquired {
+		t.Fatalf("Claim(%q) acquired = %v, want %v (record %+v)", req.Key, res.Acquired, wantAcquired, res.Record)
+	}
+	return res.Record
+}
+
+func sampleResult() dedupe.Result {
+	return dedupe.Result{
+		StatusCode: 201,
+		Headers: map[string][]string{
+			"Content-Type": {"application/octet-stream"},
+			"X-Multi":      {"a", "b"},
+		},
+		Body: []byte{0x00, 0xff, 0x10, '{', '"', 0x80, '\n'},
+	}
+}
+
+func equalResult(a, b dedupe.Result) bool {
+	return a.StatusCode == b.StatusCode && bytes.Equal(a.Body, b.Body) &&
+		(len(a.Headers) == 0 && len(b.Headers) == 0 || reflect.DeepEqual(a.Headers, b.Headers))
+}
+
+func complete(s dedupe.Store, k, tok string, now time.Time, r dedupe.Result) error {
+	return s.Complete(context.Background(), dedupe.CompleteRequest{
+		Key: k, Token: tok, Result: r, Now: now, ExpiresAt: now.Add(time.Hour),
+	})
+}
+
+func testClaimFresh(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	now := base.Add(123 * time.Millisecond)
+	req := claimReq(k, "tok-a", now, 30*time.Second)
+	rec := mustClaim(t, s, req, true)
+	got, err := s.Get(context.Background(), k, now)
+	if err != nil {
+		t.Fatalf("Get after claim: %v", err)
+	}
+	for _, r := range []dedupe.Record{rec, got} {
+		if r.Key != k || r.Status != dedupe.StatusInProgress || r.Token != "tok-a" || r.Fingerprint != "fp-1" {
+			t.Errorf("record = %+v, want key %q IN_PROGRESS tok-a fp-1", r, k)
+		}
+		if r.LeaseExpiresAt.UnixMilli() != req.LeaseUntil.UnixMilli() {
+			t.Errorf("lease = %v, want %v (ms)", r.LeaseExpiresAt, req.LeaseUntil)
+		}
+		if r.ExpiresAt.Unix() != req.ExpiresAt.Unix() {
+			t.Errorf("expires = %v, want %v (s)", r.ExpiresAt, req.ExpiresAt)
+		}
+		if r.CreatedAt.UnixMilli() != now.UnixMilli() {
+			t.Errorf("created = %v, want %v", r.CreatedAt, now)
+		}
+		if r.Result != nil {
+			t.Errorf("in-progress result = %+v, want nil", r.Result)
+		}
+	}
+}
+
+func testClaimHeld(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	second := claimReq(k, "tok-b", base.Add(29*time.Second), 30*time.Second)
+	second.Fingerprint = "fp-2"
+	rec := mustClaim(t, s, second, false)
+	if rec.Token != "tok-a" || rec.Status != dedupe.StatusInProgress || rec.Fingerprint != "fp-1" {
+		t.Errorf("existing record = %+v, want tok-a IN_PROGRESS fp-1", rec)
+	}
+}
+
+func testReplayCompleted(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	want := sampleResult()
+	if err := complete(s, k, "tok-a", base.Add(time.Second), want); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	rec := mustClaim(t, s, claimReq(k, "tok-b", base.Add(2*time.Second), 30*time.Second), false)
+	if rec.Status != dedupe.StatusCompleted || rec.Result == nil {
+		t.Fatalf("record = %+v, want COMPLETED with result", rec)
+	}
+	if !equalResult(*rec.Result, want) {
+		t.Errorf("replayed result = %+v, want %+v", *rec.Result, want)
+	}
+	if rec.ExpiresAt.Unix() != base.Add(time.Second+time.Hour).Unix() {
+		t.Errorf("expires = %v, want retention from completion", rec.ExpiresAt)
+	}
+	got, err := s.Get(context.Background(), k, base.Add(3*time.Second))
+	if err != nil || got.Result == nil || !equalResult(*got.Result, want) {
+		t.Errorf("Get = %+v, %v; want the stored result", got, err)
+	}
+}
+
+func testGetMissing(t *testing.T, s dedupe.Store) {
+	_, err := s.Get(context.Background(), key(t), base)
+	if !errors.Is(err, dedupe.ErrNotFound) {
+		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testExpiredIsAbsent(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	if err := complete(s, k, "tok-a", base, sampleResult()); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	later := base.Add(time.Hour + time.Second)
+	if _, err := s.Get(context.Background(), k, later); !errors.Is(err, dedupe.ErrNotFound) {
+		t.Errorf("Get(expired) error = %v, want ErrNotFound", err)
+	}
+	rec := mustClaim(t, s, claimReq(k, "tok-b", later, 30*time.Second), true)
+	if rec.Token != "tok-b" || rec.Status != dedupe.StatusInProgress || rec.Result != nil {
+		t.Errorf("record after claiming expired key = %+v, want fresh tok-b", rec)
+	}
+}
+
+func testExpirySeconds(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	req := claimReq(k, "tok-a", base, 10*time.Second)
+	req.ExpiresAt = base.Add(20 * time.Second)
+	mustClaim(t, s, req, true)
+	// Within the expiry's own second the record is alive.
+	if _, err := s.Get(context.Background(), k, base.Add(20*time.Second+999*time.Millisecond)); err != nil {
+		t.Errorf("Get within the expiry second: %v, want the record", err)
+	}
+	if _, err := s.Get(context.Background(), k, base.Add(21*time.Second)); !errors.Is(err, dedupe.ErrNotFound) {
+		t.Errorf("Get one second after expiry: %v, want ErrNotFound", err)
+	}
+}
+
+func testLeaseTakeover(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	// The lease end itself still belongs to the owner (ms precision).
+	mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Second), time.Second), false)
+	rec := mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Second+time.Millisecond), time.Second), true)
+	if rec.Token != "tok-b" {
+		t.Errorf("token after takeover = %q, want tok-b", rec.Token)
+	}
+}
+
+func testCompletedIgnoresLease(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	if err := complete(s, k, "tok-a", base, sampleResult()); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	rec := mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Minute), time.Second), false)
+	if rec.Status != dedupe.StatusCompleted {
+		t.Errorf("status = %v, want COMPLETED kept after its old lease ran out", rec.Status)
+	}
+}
+
+func testFencing(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	ctx := context.Background()
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	takeover := base.Add(2 * time.Second)
+	mustClaim(t, s, claimReq(k, "tok-b", takeover, time.Minute), true)
+
+	late := sampleResult()
+	late.Body = []byte("late owner")
+	if err := complete(s, k, "tok-a", takeover.Add(time.Second), late); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("late Complete error = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx, k, "tok-a"); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("late Release error = %v, want ErrLeaseLost", err)
+	}
+	rec, err := s.Get(ctx, k, takeover.Add(time.Second))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if rec.Token != "tok-b" || rec.Status != dedupe.StatusInProgress || rec.Result != nil {
+		t.Errorf("record after late owner = %+v, want tok-b IN_PROGRESS untouched", rec)
+	}
+	want := sampleResult()
+	if err := complete(s, k, "tok-b", takeover.Add(2*time.Second), want); err != nil {
+		t.Fatalf("new owner Complete: %v", err)
+	}
+	rec, err = s.Get(ctx, k, takeover.Add(3*time.Second))
+	if err != nil || rec.Result == nil || !equalResult(*rec.Result, want) {
+		t.Errorf("Get = %+v, %v; want the new owner's result", rec, err)
+	}
+}
+
+func testCompleteLateNoTakeover(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	if err := complete(s, k, "tok-a", base.Add(10*time.Second), sampleResult()); err != nil {
+		t.Errorf("Complete after lease end, no takeover: %v, want nil", err)
+	}
+}
+
+func testCompleteExpired(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	req := claimReq(k, "tok-a", base, time.Second)
+	req.ExpiresAt = base.Add(5 * time.Second)
+	mustClaim(t, s, req, true)
+	if err := complete(s, k, "tok-a", base.Add(10*time.Second), sampleResult()); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("Complete of expired record: %v, want ErrLeaseLost", err)
+	}
+}
+
+func testReleaseOwner(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Minute), true)
+	if err := s.Release(context.Background(), k, "tok-a"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := s.Get(context.Background(), k, base); !errors.Is(err, dedupe.ErrNotFound) {
+		t.Errorf("Get after release: %v, want ErrNotFound", err)
+	}
+	mustClaim(t, s, claimReq(k, "tok-b", base, time.Minute), true)
+}
+
+func testReleaseOther(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Minute), true)
+	if err := s.Release(context.Background(), k, "tok-x"); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("Release by non-owner: %v, want ErrLeaseLost", err)
+	}
+	rec, err := s.Get(context.Background(), k, base)
+	if err != nil || rec.Token != "tok-a" {
+		t.Errorf("record after foreign release = %+v, %v; want tok-a kept", rec, err)
+	}
+}
+
+func testReleaseMissing(t *testing.T, s dedupe.Store) {
+	if err := s.Release(context.Background(), key(t), "tok-a"); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("Release of missing key: %v, want ErrLeaseLost", err)
+	}
+}
+
+func testConcurrentClaims(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []string
+		losers  []dedupe.Record
+		errs    []error
+	)
+	start := make(chan struct{})
+	for i := range Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			tok := "tok-" + rand.Text()
+			res, err := s.Claim(context.Background(), claimReq(k, tok, base.Add(time.Duration(i)*time.Microsecond), time.Minute))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case res.Acquired:
+				winners = append(winners, tok)
+			default:
+				losers = append(losers, res.Record)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d claims failed, first: %v", len(errs), errs[0])
+	}
+	if len(winners) != 1 {
+		t.Fatalf("winners = %d, want exactly 1", len(winners))
+	}
+	for _, rec := range losers {
+		if rec.Token != winners[0] {
+			t.Fatalf("loser saw token %q, want the winner's %q", rec.Token, winners[0])
+		}
+	}
+}

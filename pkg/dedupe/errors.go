@@ -1,0 +1,92 @@
+package dedupe
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors returned by the guard and by every Store. Check them with
+// errors.Is; stores and the guard wrap them with context.
+var (
+	// ErrInProgress reports that another invocation holds the key and its
+	// lease has not run out. The caller should retry later; a ConflictError
+	// carrying the record says how long the lease has left.
+	ErrInProgress = errors.New("dedupe: request with this key is in progress")
+
+	// ErrFingerprintMismatch reports that the key was first used with a
+	// different request (a different fingerprint). The stored result is
+	// never returned for it.
+	ErrFingerprintMismatch = errors.New("dedupe: key reused with a different request")
+
+	// ErrLeaseLost reports that Complete or Release was called with an owner
+	// token the record no longer carries: the lease ran out and another
+	// invocation took the key over, or the record is gone. Nothing changed.
+	ErrLeaseLost = errors.New("dedupe: lease lost to another owner")
+
+	// ErrNotFound reports that no live record exists for a key. An expired
+	// record that the backend has not deleted yet is reported as not found.
+	ErrNotFound = errors.New("dedupe: record not found")
+
+	// ErrStoreUnavailable marks store failures that are transient:
+	// throttling, timeouts, an unreachable endpoint. Stores wrap such
+	// failures with it so callers can answer 503 with Retry-After.
+	ErrStoreUnavailable = errors.New("dedupe: store unavailable")
+
+	// ErrResultTooLarge reports that Complete stored the record as COMPLETED
+	// but without its result, because the result did not fit the backend's
+	// item size limit (see Record.ResultOmitted). The side effect is still
+	// protected: retries are never executed again.
+	ErrResultTooLarge = errors.New("dedupe: result too large to store")
+
+	// ErrResultOmitted is returned by the guard on a duplicate of a request
+	// whose result could not be stored (ErrResultTooLarge at the time).
+	// The request was executed once; it is never executed again.
+	ErrResultOmitted = errors.New("dedupe: stored result was too large to keep")
+
+	// ErrInvalidKey reports an empty idempotency key.
+	ErrInvalidKey = errors.New("dedupe: invalid idempotency key")
+
+	// ErrRanUnguarded is returned with a valid Outcome when the store failed
+	// and Config.FailOpen let the function run without a claim. The
+	// function's result is in the Outcome; exactly-once was not enforced.
+	ErrRanUnguarded = errors.New("dedupe: store failed, ran without idempotency (fail open)")
+
+	// ErrNotStored is returned with a valid Outcome when the function ran
+	// and succeeded but its result could not be recorded (the lease was
+	// lost, or the store failed on completion). The result in the Outcome
+	// is the real one and should be returned to the caller; a retry may
+	// execute the function again once the lease runs out.
+	ErrNotStored = errors.New("dedupe: result not recorded")
+)
+
+// ConflictError reports a duplicate request that cannot be answered with a
+// stored result. It wraps ErrInProgress or ErrFingerprintMismatch and
+// carries the record found, so callers can compute Retry-After or log the
+// owner.
+type ConflictError struct {
+	// Err is ErrInProgress or ErrFingerprintMismatch.
+	Err error
+	// Record is the existing record that caused the conflict.
+	Record Record
+}
+
+// Error implements error.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%v (key %q)", e.Err, e.Record.Key)
+}
+
+// Unwrap returns the sentinel error, so errors.Is(err, ErrInProgress) works.
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// RetryAfter returns how long the current owner's lease has left at now,
+// rounded up to whole seconds and never less than one second. It is
+// meaningful for ErrInProgress conflicts.
+func (e *ConflictError) RetryAfter(now time.Time) time.Duration {
+	left := e.Record.LeaseExpiresAt.Sub(now)
+	secs := (left + time.Second - 1) / time.Second
+	if secs < 1 {
+		secs = 1
+	}
+	return secs * time.Second
+}

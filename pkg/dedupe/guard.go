@@ -1,0 +1,269 @@
+package dedupe
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// claimAttempts bounds how often the guard claims again when the record it
+// collided with vanished or became free between the write and the read.
+const claimAttempts = 3
+
+// completeAttempts bounds how often the guard retries Complete after a
+// transient store failure. The work has already run, so losing its result
+// would let a retry repeat it once the lease runs out.
+const completeAttempts = 3
+
+// Func is the work a Guard protects. It runs at most once per key while the
+// record lives; its Result is stored and replayed to duplicates.
+type Func func(ctx context.Context) (Result, error)
+
+// Call describes one guarded call.
+type Call struct {
+	// Key is the idempotency key, before the guard's prefix. Never empty.
+	Key string
+	// Fingerprint identifies the request; a duplicate with a different
+	// fingerprint is refused with ErrFingerprintMismatch.
+	Fingerprint string
+	// Keep decides whether a successful result is stored. A result it
+	// rejects releases the key so that a retry runs again (HTTP uses it to
+	// release 5xx answers). Nil keeps every result.
+	Keep func(Result) bool
+}
+
+// Outcome is what a guarded call produced.
+type Outcome struct {
+	// Result is the function's result, or the stored one when Replayed.
+	Result Result
+	// Replayed reports that Result came from the store: the function did
+	// not run in this call.
+	Replayed bool
+	// Stored reports that this call ran the function and recorded its
+	// result for replay.
+	Stored bool
+	// Record is the record claimed (fresh run) or found (duplicate).
+	Record Record
+}
+
+// Guard gives a function exactly-once effects over at-least-once delivery.
+// A Guard is safe for concurrent use; create one per function at init.
+//
+// The life of one key, for a fresh request and its retries:
+//
+//	claim        fn runs            complete
+//	  |----------------------------->|
+//	  |<-------- lease -------->|    |                   expires_at
+//	  IN_PROGRESS: retries get   |   COMPLETED: retries get the replay
+//	  ErrInProgress (409)        |   |------------------------->|
+//	                             |                               free again
+//	  if fn outlives its lease (say, the invocation timed out), the key is
+//	  free at lease end: the next claim takes it over with a new token,
+//	  and the old owner's late Complete fails with ErrLeaseLost.
+//
+// If fn fails, panics, or returns a result Call.Keep rejects, the key is
+// released at once so that the caller's retry runs again.
+type Guard struct {
+	store Store
+	cfg   Config
+}
+
+// New returns a Guard over store. A nil cfg means the zero Config.
+func New(store Store, cfg *Config) *Guard {
+	return &Guard{store: store, cfg: cfg.withDefaults()}
+}
+
+// Now returns the guard's clock reading.
+func (g *Guard) Now() time.Time { return g.cfg.Now() }
+
+// Key returns the full, namespaced key the store sees for key.
+func (g *Guard) Key(key string) string {
+	if g.cfg.Prefix == "" {
+		return key
+	}
+	return g.cfg.Prefix + "#" + key
+}
+
+// Run is Do without a Keep predicate: every successful result is stored.
+func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outcome, error) {
+	return g.Do(ctx, Call{Key: key, Fingerprint: fingerprint}, fn)
+}
+
+// Do claims call.Key and runs fn once, or answers a duplicate.
+//
+// On a fresh key it runs fn and stores its result (Outcome.Stored). If fn
+// returns an error or panics, the key is released and the error returned
+// (a panic is re-raised after the release).
+//
+// On a duplicate it never runs fn. It returns the stored result with
+// Outcome.Replayed set; a *ConflictError wrapping ErrInProgress while the
+// first call still holds its lease, or wrapping ErrFingerprintMismatch
+// when the fingerprint differs; or ErrResultOmitted when the first result
+// was too large to keep.
+//
+// When the store fails on the claim, Do fails closed: fn does not run and
+// the error (wrapping ErrStoreUnavailable when transient) is returned.
+// With Config.FailOpen, fn runs unguarded and its result comes back with
+// an error wrapping ErrRanUnguarded.
+//
+// When fn succeeded but its result could not be recorded, Do returns the
+// result with an error wrapping ErrNotStored (lease lost, store down) or
+// ErrResultTooLarge (recorded as completed without the result).
+func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
+	if call.Key == "" {
+		return Outcome{}, ErrInvalidKey
+	}
+	key := g.Key(call.Key)
+	token := rand.Text()
+
+	var claim ClaimResult
+	var now time.Time
+	for attempt := 0; ; attempt++ {
+		now = g.cfg.Now()
+		leaseUntil := now.Add(g.lease(ctx, now))
+		var err error
+		claim, err = g.store.Claim(ctx, ClaimRequest{
+			Key:         key,
+			Fingerprint: call.Fingerprint,
+			Token:       token,
+			Now:         now,
+			LeaseUntil:  leaseUntil,
+			ExpiresAt:   leaseUntil.Add(g.cfg.Retention),
+		})
+		if err != nil {
+			return g.storeFailed(ctx, fn, fmt.Errorf("claim %q: %w", key, err))
+		}
+		if claim.Acquired || (claim.Record.Key != "" && !claim.Record.Free(now)) {
+			break
+		}
+		if attempt+1 == claimAttempts {
+			return Outcome{}, fmt.Errorf("claim %q: record changed under %d attempts: %w",
+				key, claimAttempts, ErrStoreUnavailable)
+		}
+	}
+
+	if !claim.Acquired {
+		return g.duplicate(call, claim.Record)
+	}
+	return g.execute(ctx, call, key, token, claim.Record, fn)
+}
+
+// duplicate answers a call whose key is held by rec.
+func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
+	switch {
+	case rec.Fingerprint != call.Fingerprint:
+		return Outcome{Record: rec}, &ConflictError{Err: ErrFingerprintMismatch, Record: rec}
+	case rec.Status == StatusInProgress:
+		return Outcome{Record: rec}, &ConflictError{Err: ErrInProgress, Record: rec}
+	case rec.ResultOmitted || rec.Result == nil:
+		return Outcome{Replayed: true, Record: rec}, fmt.Errorf("replay %q: %w", rec.Key, ErrResultOmitted)
+	}
+	return Outcome{Result: rec.Result.Clone(), Replayed: true, Record: rec}, nil
+}
+
+// execute runs fn as the owner of key and records what it produced.
+func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func) (Outcome, error) {
+	result, err := g.invoke(ctx, key, token, fn)
+	if err != nil {
+		if rerr := g.release(ctx, key, token); rerr != nil {
+			return Outcome{Record: rec}, errors.Join(err, rerr)
+		}
+		return Outcome{Record: rec}, err
+	}
+	out := Outcome{Result: result, Record: rec}
+	if call.Keep != nil && !call.Keep(result) {
+		if rerr := g.release(ctx, key, token); rerr != nil {
+			g.cfg.Logger.Warn("dedupe: release after unkept result failed", "key", key, "err", rerr)
+		}
+		return out, nil
+	}
+
+	// The work is done: finish recording it even if the caller's context
+	// has been cancelled, or a retry would repeat it after the lease.
+	cctx := context.WithoutCancel(ctx)
+	for attempt := 1; ; attempt++ {
+		now := g.cfg.Now()
+		err = g.store.Complete(cctx, CompleteRequest{
+			Key:       key,
+			Token:     token,
+			Result:    result,
+			Now:       now,
+			ExpiresAt: now.Add(g.cfg.Retention),
+		})
+		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		out.Stored = true
+		return out, nil
+	case errors.Is(err, ErrResultTooLarge):
+		g.cfg.Logger.Warn("dedupe: result too large, stored without it", "key", key, "bytes", len(result.Body))
+		return out, fmt.Errorf("complete %q: %w", key, err)
+	default:
+		g.cfg.Logger.Warn("dedupe: result not recorded", "key", key, "err", err)
+		return out, fmt.Errorf("complete %q: %w: %w", key, ErrNotStored, err)
+	}
+}
+
+// invoke runs fn, releasing the key and re-panicking if fn panics.
+func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result Result, err error) {
+	panicking := true
+	defer func() {
+		if panicking {
+			if rerr := g.release(ctx, key, token); rerr != nil {
+				g.cfg.Logger.Warn("dedupe: release after panic failed", "key", key, "err", rerr)
+			}
+		}
+	}()
+	result, err = fn(ctx)
+	panicking = false
+	return result, err
+}
+
+// release gives the key back after failed work.
+func (g *Guard) release(ctx context.Context, key, token string) error {
+	if err := g.store.Release(context.WithoutCancel(ctx), key, token); err != nil {
+		return fmt.Errorf("release %q: %w", key, err)
+	}
+	return nil
+}
+
+// storeFailed applies the fail-closed or fail-open policy to a claim error.
+func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outcome, error) {
+	if !g.cfg.FailOpen {
+		return Outcome{}, claimErr
+	}
+	g.cfg.Logger.Warn("dedupe: store failed, running unguarded (fail open)", "err", claimErr)
+	result, err := fn(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Result: result}, fmt.Errorf("%w: %w", ErrRanUnguarded, claimErr)
+}
+
+// lease returns the lease for a claim at now: the time left until the
+// context deadline plus LeaseMargin, capped at MaxLease; DefaultLease when
+// the context has no deadline.
+//
+//	now            ctx deadline   lease end
+//	 |------------------|-- margin --|
+//	 (capped at MaxLease from now)
+func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return g.cfg.DefaultLease
+	}
+	d := deadline.Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	d += g.cfg.LeaseMargin
+	if d > g.cfg.MaxLease {
+		d = g.cfg.MaxLease
+	}
+	return d
+}

@@ -1,0 +1,91 @@
+package dedupe
+
+import "time"
+
+// Status is the stored state of a record. "Expired" is not a status: it is
+// computed from the clock (see Record.Expired), because DynamoDB deletes
+// expired items lazily, sometimes days late.
+type Status string
+
+// The stored statuses of a record.
+const (
+	// StatusInProgress means an invocation holds the key under a lease.
+	StatusInProgress Status = "IN_PROGRESS"
+	// StatusCompleted means the result is stored and will be replayed.
+	StatusCompleted Status = "COMPLETED"
+)
+
+// Result is what a guarded function produced and what a duplicate gets
+// back. For HTTP it is the response; for other events StatusCode and
+// Headers may be left zero and Body holds the encoded return value.
+type Result struct {
+	// StatusCode is the HTTP status, or 0 when not applicable.
+	StatusCode int
+	// Headers are the response headers, keyed as the handler set them.
+	Headers map[string][]string
+	// Body holds the raw bytes, binary-safe.
+	Body []byte
+}
+
+// Clone returns a deep copy of r, so stores never share memory with callers.
+func (r Result) Clone() Result {
+	out := Result{StatusCode: r.StatusCode}
+	if r.Headers != nil {
+		out.Headers = make(map[string][]string, len(r.Headers))
+		for k, v := range r.Headers {
+			out.Headers[k] = append([]string(nil), v...)
+		}
+	}
+	if r.Body != nil {
+		out.Body = append([]byte{}, r.Body...)
+	}
+	return out
+}
+
+// Record is one idempotency record as a Store keeps it.
+type Record struct {
+	// Key is the full, namespaced key.
+	Key string
+	// Status is StatusInProgress or StatusCompleted.
+	Status Status
+	// Fingerprint identifies the request that first used the key.
+	Fingerprint string
+	// Token is the owner token of the claim that wrote the record.
+	Token string
+	// LeaseExpiresAt ends the owner's lease (millisecond precision). After
+	// it, an IN_PROGRESS record may be taken over by a new claim.
+	LeaseExpiresAt time.Time
+	// ExpiresAt ends the record's life (second precision; DynamoDB's TTL
+	// attribute). After it the record counts as absent everywhere.
+	ExpiresAt time.Time
+	// Result is the stored result; nil while IN_PROGRESS or when
+	// ResultOmitted is set.
+	Result *Result
+	// ResultOmitted marks a COMPLETED record whose result was too large to
+	// store. Duplicates are refused with ErrResultOmitted, never re-run.
+	ResultOmitted bool
+	// CreatedAt is when the current owner claimed the key.
+	CreatedAt time.Time
+	// UpdatedAt is when the record was last written.
+	UpdatedAt time.Time
+}
+
+// Expired reports whether the record has outlived its ExpiresAt at now.
+// Precision is whole seconds, as DynamoDB compares the TTL attribute:
+// the record is expired when ExpiresAt (epoch seconds) < now (epoch
+// seconds). A zero ExpiresAt never expires.
+func (r Record) Expired(now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && r.ExpiresAt.Unix() < now.Unix()
+}
+
+// LeaseExpired reports whether the owner's lease has run out at now, in
+// epoch milliseconds as stores compare it.
+func (r Record) LeaseExpired(now time.Time) bool {
+	return r.LeaseExpiresAt.UnixMilli() < now.UnixMilli()
+}
+
+// Free reports whether a claim at now may take the key over: the record
+// has expired, or it is IN_PROGRESS with a lease that has run out.
+func (r Record) Free(now time.Time) bool {
+	return r.Expired(now) || (r.Status == StatusInProgress && r.LeaseExpired(now))
+}

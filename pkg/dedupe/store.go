@@ -1,0 +1,104 @@
+package dedupe
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists idempotency records. It is the whole contract between the
+// guard and a backend; pkg/memstore and pkg/dynamostore implement it, and
+// pkg/dedupe/dedupetest checks any implementation against it.
+//
+// Stores never read a clock: every time they compare against comes in the
+// request (Now), so the guard's injected clock governs expiry everywhere.
+// Two times matter, at different precisions, exactly as DynamoDB compares
+// them:
+//
+//   - a record is expired when ExpiresAt.Unix() < Now.Unix() (the TTL
+//     attribute, epoch seconds). An expired record counts as absent in
+//     every method, even while the backend still holds it.
+//   - a lease has run out when LeaseExpiresAt.UnixMilli() < Now.UnixMilli().
+//
+// All methods must be safe for concurrent use by many goroutines and many
+// processes. Transient backend failures (throttling, timeouts, an
+// unreachable endpoint) must wrap ErrStoreUnavailable.
+type Store interface {
+	// Claim tries to take req.Key for the owner req.Token, atomically.
+	//
+	// The key is free when no record exists, when the record has expired
+	// (Record.Expired), or when it is IN_PROGRESS and its lease has run out
+	// (Record.LeaseExpired). If the key is free, Claim writes a new
+	// IN_PROGRESS record carrying req's fingerprint, token, lease and
+	// expiry, with CreatedAt and UpdatedAt set to req.Now, and returns
+	// Acquired true with that record. Of any number of concurrent claims on
+	// a free key, exactly one acquires it.
+	//
+	// If the key is not free, Claim changes nothing and returns Acquired
+	// false with the existing record (its Result included). In a rare race
+	// the existing record may vanish between the failed write and the read
+	// that fetches it; the store then returns Acquired false with a zero
+	// Record, and the caller may claim again.
+	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
+
+	// Complete stores req.Result on the record for req.Key and marks it
+	// COMPLETED with expiry req.ExpiresAt, but only if the record still
+	// carries req.Token and has not expired. Otherwise it returns an error
+	// wrapping ErrLeaseLost and changes nothing. A lease that ran out
+	// without anyone taking over does not prevent completion: the token
+	// alone fences the record.
+	//
+	// If the result cannot be stored because of the backend's size limits,
+	// Complete still marks the record COMPLETED (with ResultOmitted set and
+	// no result) and returns an error wrapping ErrResultTooLarge.
+	Complete(ctx context.Context, req CompleteRequest) error
+
+	// Release deletes the record for key, but only if it still carries
+	// token. Otherwise it returns an error wrapping ErrLeaseLost and
+	// changes nothing. Callers release a key when the guarded work failed,
+	// so that a retry may run it again.
+	Release(ctx context.Context, key, token string) error
+
+	// Get returns the live record for key at now, or an error wrapping
+	// ErrNotFound when there is none or it has expired. Reads are strongly
+	// consistent.
+	Get(ctx context.Context, key string, now time.Time) (Record, error)
+}
+
+// ClaimRequest is the input of Store.Claim.
+type ClaimRequest struct {
+	// Key is the full, namespaced key. Never empty.
+	Key string
+	// Fingerprint identifies the request; stored on the new record.
+	Fingerprint string
+	// Token is the new owner's token, fresh and random per claim.
+	Token string
+	// Now is the time of the claim; expiry and lease checks compare to it.
+	Now time.Time
+	// LeaseUntil is when the new owner's lease runs out.
+	LeaseUntil time.Time
+	// ExpiresAt is when the new IN_PROGRESS record itself expires.
+	ExpiresAt time.Time
+}
+
+// ClaimResult is the output of Store.Claim.
+type ClaimResult struct {
+	// Acquired reports whether the caller now owns the key.
+	Acquired bool
+	// Record is the new record when Acquired, otherwise the existing one
+	// (zero if it vanished in a race).
+	Record Record
+}
+
+// CompleteRequest is the input of Store.Complete.
+type CompleteRequest struct {
+	// Key is the full, namespaced key.
+	Key string
+	// Token must match the record's owner token.
+	Token string
+	// Result is stored and replayed to duplicates.
+	Result Result
+	// Now is the time of completion; it becomes UpdatedAt.
+	Now time.Time
+	// ExpiresAt is when the completed record expires (its retention).
+	ExpiresAt time.Time
+}
