@@ -1,0 +1,134 @@
+package dynamostore
+
+// Defaults applied by New for zero fields of Options. They match the
+// deployed schema in template.yaml; infra tests cross-check them.
+const (
+	// DefaultIndex is the name of the sparse global secondary index that
+	// holds in-flight records only (partition key Attributes.InflightShard,
+	// sort key Attributes.LeaseExpiresAt).
+	DefaultIndex = "inflight"
+
+	// DefaultShards is the number of inflight_shard values a key hashes to.
+	DefaultShards = 8
+
+	// DefaultCompressAbove is the body size, in bytes, above which a result
+	// body is stored gzip-compressed.
+	DefaultCompressAbove = 4 << 10
+
+	// DefaultMaxItemBytes bounds the estimated size of a completed item:
+	// DynamoDB's 400 KB item limit (409,600 bytes) minus a 2 KiB margin for
+	// what Complete does not see (the fingerprint) and for rounding in the
+	// estimate.
+	DefaultMaxItemBytes = 400<<10 - 2<<10
+)
+
+// Encodings stored in the Attributes.ResEncoding attribute.
+const (
+	// EncodingIdentity marks a body stored as is.
+	EncodingIdentity = "identity"
+	// EncodingGzip marks a body stored gzip-compressed.
+	EncodingGzip = "gzip"
+)
+
+// Attributes names the item attributes the store reads and writes. A zero
+// field means the name from DefaultAttributes.
+type Attributes struct {
+	// PartitionKey holds the full key (S). Default "pk".
+	PartitionKey string
+	// Status holds IN_PROGRESS or COMPLETED (S). Default "status".
+	Status string
+	// Fingerprint holds the request fingerprint (S). Default "fingerprint".
+	Fingerprint string
+	// Owner holds the owner token (S). Default "owner".
+	Owner string
+	// LeaseExpiresAt holds the lease end in epoch milliseconds (N), and is
+	// the sort key of the in-flight index. Default "lease_expires_at".
+	LeaseExpiresAt string
+	// ExpiresAt holds the record's expiry in epoch seconds (N), the TTL
+	// attribute. Default "expires_at".
+	ExpiresAt string
+	// CreatedAt holds the claim time in epoch milliseconds (N).
+	// Default "created_at".
+	CreatedAt string
+	// UpdatedAt holds the last write in epoch milliseconds (N).
+	// Default "updated_at".
+	UpdatedAt string
+	// ResStatus holds the result's status code (N). Default "res_status".
+	ResStatus string
+	// ResHeaders holds the result's headers as a JSON object of string
+	// arrays (S); absent when there are none. Default "res_headers".
+	ResHeaders string
+	// ResBody holds the result body (B); absent when it is empty.
+	// Default "res_body".
+	ResBody string
+	// ResEncoding holds EncodingGzip or EncodingIdentity (S).
+	// Default "res_encoding".
+	ResEncoding string
+	// ResOmitted is true on a COMPLETED record whose result did not fit
+	// (BOOL). Default "res_omitted".
+	ResOmitted string
+	// InflightShard holds hash(key) mod Shards (N) while the record is
+	// IN_PROGRESS, and is the partition key of the in-flight index.
+	// Default "inflight_shard".
+	InflightShard string
+}
+
+// DefaultAttributes returns the attribute names of the deployed schema
+// (template.yaml).
+func DefaultAttributes() Attributes {
+	return Attributes{
+		PartitionKey:   "pk",
+		Status:         "status",
+		Fingerprint:    "fingerprint",
+		Owner:          "owner",
+		LeaseExpiresAt: "lease_expires_at",
+		ExpiresAt:      "expires_at",
+		CreatedAt:      "created_at",
+		UpdatedAt:      "updated_at",
+		ResStatus:      "res_status",
+		ResHeaders:     "res_headers",
+		ResBody:        "res_body",
+		ResEncoding:    "res_encoding",
+		ResOmitted:     "res_omitted",
+		InflightShard:  "inflight_shard",
+	}
+}
+
+// withDefaults returns a with every empty name replaced by its default.
+func (a Attributes) withDefaults() Attributes {
+	d := DefaultAttributes()
+	for _, f := range []struct {
+		dst *string
+		def string
+	}{
+		{&a.PartitionKey, d.PartitionKey},
+		{&a.Status, d.Status},
+		{&a.Fingerprint, d.Fingerprint},
+		{&a.Owner, d.Owner},
+		{&a.LeaseExpiresAt, d.LeaseExpiresAt},
+		{&a.ExpiresAt, d.ExpiresAt},
+		{&a.CreatedAt, d.CreatedAt},
+		{&a.UpdatedAt, d.UpdatedAt},
+		{&a.ResStatus, d.ResStatus},
+		{&a.ResHeaders, d.ResHeaders},
+		{&a.ResBody, d.ResBody},
+		{&a.ResEncoding, d.ResEncoding},
+		{&a.ResOmitted, d.ResOmitted},
+		{&a.InflightShard, d.InflightShard},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.def
+		}
+	}
+	return a
+}
+
+// SortKey is the fixed sort key of a single-table design: every record the
+// store writes carries Name = Value (S) beside its partition key.
+type SortKey struct {
+	// Name is the sort key attribute name. Empty means the table has no
+	// sort key.
+	Name string
+	// Value is the fixed value stored under Name, e.g. "IDEMPOTENCY".
+	Value string
+}

@@ -1,0 +1,81 @@
+// Package dynamostore provides a dedupe.Store backed by a DynamoDB table,
+// and the reaper that clears in-flight records whose invocation died.
+//
+// The store takes a narrow Client (a *dynamodb.Client satisfies it) and
+// never loads AWS configuration itself: build the client once, at init,
+// with config.LoadDefaultConfig and dynamodb.NewFromConfig. The SDK honours
+// AWS_ENDPOINT_URL_DYNAMODB, so the same code talks to dynalite or DynamoDB
+// Local in tests.
+//
+// # Schema
+//
+// One item per key. The default attribute names (DefaultAttributes) match
+// template.yaml; Options.Attributes renames them and Options.SortKey adds a
+// fixed sort key for single-table designs.
+//
+//	attribute         type  meaning
+//	pk                S     full key (partition key)
+//	status            S     IN_PROGRESS or COMPLETED
+//	fingerprint       S     request fingerprint
+//	owner             S     owner token of the current claim (fencing)
+//	lease_expires_at  N     lease end, epoch ms (sort key of index inflight)
+//	expires_at        N     record expiry, epoch s (the TTL attribute)
+//	created_at        N     claim time, epoch ms
+//	updated_at        N     last write, epoch ms
+//	res_status        N     result status code
+//	res_headers       S     result headers as JSON (absent when none)
+//	res_body          B     result body (absent when empty)
+//	res_encoding      S     "gzip" or "identity"
+//	res_omitted       BOOL  COMPLETED without result: it was too large
+//	inflight_shard    N     fnv32a(key) mod Shards, only while IN_PROGRESS
+//
+// The global secondary index inflight (partition key inflight_shard, sort
+// key lease_expires_at, projecting owner, status and created_at) is
+// sparse: Complete removes inflight_shard, so the index holds in-flight
+// records only and Reap's cost grows with what is in flight, not with the
+// table.
+//
+// # Calls per request
+//
+// Claim is one conditional PutItem; Complete one conditional UpdateItem;
+// Release one conditional DeleteItem; Get one strongly consistent GetItem.
+// A fresh guarded request costs 2 calls (claim, complete). A duplicate
+// costs 1 on DynamoDB, which returns the existing item with the failed
+// condition (ReturnValuesOnConditionCheckFailure ALL_OLD). Servers that
+// ignore ALL_OLD (dynalite, older DynamoDB Local builds) cost one more: a
+// consistent GetItem. If the record vanished between the two calls, Claim
+// reports Acquired false with a zero Record and the guard claims again.
+//
+// # Expiry
+//
+// DynamoDB's TTL deletes expired items lazily, sometimes days late, and
+// dynalite never does. Every condition and read therefore compares
+// expires_at with the request's time: an expired record is absent to
+// Claim, Get and Complete even while it is still stored.
+//
+//	claim            lease end        complete           expires_at
+//	  |-- lease ------->|                 |                  |
+//	  IN_PROGRESS, in the index           COMPLETED, out of the index
+//	                    |-- grace -->|
+//	                    a takeover claim may win from here;
+//	                    Reap clears it from here if nobody did
+//
+// # Item size
+//
+// DynamoDB items are limited to 400 KB. Bodies above Options.CompressAbove
+// (4 KiB) are stored gzip-compressed when that makes them smaller. If the
+// completed item would still exceed Options.MaxItemBytes (400 KB minus a 2
+// KiB margin), or DynamoDB refuses it as too large, Complete stores the
+// record as COMPLETED with res_omitted true and no result, and returns an
+// error wrapping dedupe.ErrResultTooLarge. The work is never run again for
+// that key: a duplicate gets dedupe.ErrResultOmitted from the guard.
+//
+// # Errors
+//
+// Conditional failures of Complete and Release wrap dedupe.ErrLeaseLost.
+// Throttling (ProvisionedThroughputExceeded, ThrottlingException,
+// RequestLimitExceeded), server faults (InternalServerError,
+// ServiceUnavailable), network failures and deadlines wrap
+// dedupe.ErrStoreUnavailable, after the SDK's own retryer has retried
+// them; configure retries on the client (dynamodb.Options.Retryer).
+package dynamostore

@@ -1,0 +1,79 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// Errors of this package. Failures of the Store methods wrap the sentinels
+// of package dedupe instead (dedupe.ErrLeaseLost, dedupe.ErrNotFound,
+// dedupe.ErrStoreUnavailable, dedupe.ErrResultTooLarge).
+var (
+	// ErrInvalidOptions reports Options that New cannot use, such as an
+	// empty Table.
+	ErrInvalidOptions = errors.New("dynamostore: invalid options")
+
+	// ErrMalformedItem reports a stored item the store cannot decode: an
+	// attribute of the wrong type, a missing key or owner, a corrupt body.
+	ErrMalformedItem = errors.New("dynamostore: malformed item")
+)
+
+// unavailableCodes are the DynamoDB error codes that mean "try again
+// later". The SDK's retryer has already retried them when the store sees
+// them.
+var unavailableCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+	"InternalServerError":                    true,
+	"ServiceUnavailable":                     true,
+	"ServiceUnavailableException":            true,
+	"RequestTimeout":                         true,
+	"RequestTimeoutException":                true,
+}
+
+// wrapErr wraps an SDK error from operation op on key with context, and
+// with dedupe.ErrStoreUnavailable when the failure is transient:
+// throttling, a server-side fault, a network failure or a deadline.
+func wrapErr(op, key string, err error) error {
+	if transient(err) {
+		return fmt.Errorf("dynamostore: %s %q: %w: %w", op, key, dedupe.ErrStoreUnavailable, err)
+	}
+	return fmt.Errorf("dynamostore: %s %q: %w", op, key, err)
+}
+
+// transient reports whether err is a failure worth retrying later.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false // the caller gave up; the store did not fail
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		return unavailableCodes[apiErr.ErrorCode()]
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var sendErr *smithyhttp.RequestSendError
+	if errors.As(err, &sendErr) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
+}
+
+// isItemTooLarge reports whether err is DynamoDB refusing an item above its
+// size limit.
+func isItemTooLarge(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" &&
+		strings.Contains(apiErr.ErrorMessage(), "exceeded the maximum allowed size")
+}

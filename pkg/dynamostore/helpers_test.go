@@ -1,0 +1,230 @@
+package dynamostore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+)
+
+// newClient returns a client for the test endpoint (AWS_ENDPOINT_URL_DYNAMODB,
+// skipping or failing the test without it) with static dummy credentials.
+func newClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	t.Helper()
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "test"}, nil
+		}),
+	}, optFns...)
+}
+
+// tableName returns a table name unique to this run.
+func tableName(prefix string) string {
+	return prefix + "-" + strings.ToLower(rand.Text()[:12])
+}
+
+// schema names the key attributes of a test table.
+type schema struct {
+	pk, sk        string // sk empty: no sort key
+	shard, lease  string
+	index         string
+	projectedKeys []string
+}
+
+// defaultSchema is the deployed schema of template.yaml.
+func defaultSchema() schema {
+	a := dynamostore.DefaultAttributes()
+	return schema{
+		pk:            a.PartitionKey,
+		shard:         a.InflightShard,
+		lease:         a.LeaseExpiresAt,
+		index:         dynamostore.DefaultIndex,
+		projectedKeys: []string{a.Owner, a.Status, a.CreatedAt},
+	}
+}
+
+// createTable creates a table with schema sc and deletes it when the test
+// ends.
+func createTable(t testing.TB, c *dynamodb.Client, name string, sc schema) {
+	t.Helper()
+	defs := []types.AttributeDefinition{
+		{AttributeName: aws.String(sc.pk), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(sc.shard), AttributeType: types.ScalarAttributeTypeN},
+		{AttributeName: aws.String(sc.lease), AttributeType: types.ScalarAttributeTypeN},
+	}
+	keys := []types.KeySchemaElement{{AttributeName: aws.String(sc.pk), KeyType: types.KeyTypeHash}}
+	if sc.sk != "" {
+		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(sc.sk), AttributeType: types.ScalarAttributeTypeS})
+		keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sc.sk), KeyType: types.KeyTypeRange})
+	}
+	ctx := context.Background()
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: defs,
+		KeySchema:            keys,
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(sc.index),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(sc.shard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(sc.lease), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{
+				ProjectionType:   types.ProjectionTypeInclude,
+				NonKeyAttributes: sc.projectedKeys,
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+}
+
+// callCounter is an SDK middleware that counts the DynamoDB operations a
+// client makes (one per API call, retries not included) and whether a
+// conditional-check failure carried the old item (ALL_OLD).
+type callCounter struct {
+	mu        sync.Mutex
+	ops       []string
+	withItem  int // ConditionalCheckFailed responses that carried the item
+	withoutIt int // ... that did not
+}
+
+// option returns the client option that installs the counter.
+func (c *callCounter) option() func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("countCalls",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleInitialize(ctx, in)
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					c.ops = append(c.ops, awsmiddleware.GetOperationName(ctx))
+					var ccf *types.ConditionalCheckFailedException
+					if errors.As(err, &ccf) {
+						if len(ccf.Item) > 0 {
+							c.withItem++
+						} else {
+							c.withoutIt++
+						}
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	}
+}
+
+// reset forgets everything counted so far.
+func (c *callCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ops, c.withItem, c.withoutIt = nil, 0, 0
+}
+
+// snapshot returns the operations counted so far and how many conditional
+// failures came without the old item.
+func (c *callCounter) snapshot() (ops []string, withoutItem int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ops...), c.withoutIt
+}
+
+// rig is one test table on the test endpoint, with a counted client.
+type rig struct {
+	client *dynamodb.Client
+	calls  *callCounter
+	table  string
+}
+
+// newRig creates a table with the deployed schema.
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	calls := &callCounter{}
+	r := &rig{client: newClient(t, calls.option()), calls: calls, table: tableName("dedupe-test")}
+	createTable(t, r.client, r.table, defaultSchema())
+	return r
+}
+
+// store returns a store on the rig's table; opts.Table is filled in.
+func (r *rig) store(t testing.TB, opts dynamostore.Options) *dynamostore.Store {
+	t.Helper()
+	opts.Table = r.table
+	s, err := dynamostore.New(r.client, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+// rawItem reads the stored item for pk with a consistent GetItem.
+func (r *rig) rawItem(t testing.TB, pk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := r.client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(r.table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("GetItem %q: %v", pk, err)
+	}
+	return out.Item
+}
+
+// faultClient passes calls through to Client unless fail returns an error
+// for the operation, which it then returns instead. It is for fault
+// injection only.
+type faultClient struct {
+	dynamostore.Client
+	fail func(op string) error
+}
+
+func (f faultClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := f.fail("PutItem"); err != nil {
+		return nil, err
+	}
+	return f.Client.PutItem(ctx, in, o...)
+}
+
+func (f faultClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := f.fail("GetItem"); err != nil {
+		return nil, err
+	}
+	return f.Client.GetItem(ctx, in, o...)
+}
+
+func (f faultClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := f.fail("UpdateItem"); err != nil {
+		return nil, err
+	}
+	return f.Client.UpdateItem(ctx, in, o...)
+}
+
+func (f faultClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := f.fail("DeleteItem"); err != nil {
+		return nil, err
+	}
+	return f.Client.DeleteItem(ctx, in, o...)
+}
+
+func (f faultClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := f.fail("Query"); err != nil {
+		return nil, err
+	}
+	return f.Client.Query(ctx, in, o...)
+}

@@ -1,0 +1,376 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// Client is the subset of *dynamodb.Client the store calls. A
+// *dynamodb.Client satisfies it; tests and wrappers (metrics, fault
+// injection) may stand in for it.
+type Client interface {
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ Client = (*dynamodb.Client)(nil)
+
+// Options configures a Store. Only Table is required; every other zero
+// field means its default.
+type Options struct {
+	// Table is the table name. Required.
+	Table string
+
+	// SortKey, when its Name is set, adds a fixed sort key to every item,
+	// for tables that share the idempotency records with other data. The
+	// zero value means the table has a partition key only.
+	SortKey SortKey
+
+	// Attributes names the item attributes. Zero fields mean the names of
+	// DefaultAttributes, which match template.yaml.
+	Attributes Attributes
+
+	// Index is the name of the sparse in-flight index that Reap queries.
+	// Empty means DefaultIndex.
+	Index string
+
+	// Shards is the number of in-flight shards: an IN_PROGRESS record
+	// carries fnv32a(key) mod Shards in Attributes.InflightShard, and Reap
+	// queries each shard once. Every writer and the reaper must agree on
+	// it. Zero means DefaultShards.
+	Shards int
+
+	// CompressAbove is the body size in bytes above which a body is stored
+	// gzip-compressed (when that makes it smaller). Zero means
+	// DefaultCompressAbove; a negative value never compresses.
+	CompressAbove int
+
+	// MaxItemBytes bounds the estimated size of a completed item. A result
+	// that does not fit even compressed is not stored: the record becomes
+	// COMPLETED with Attributes.ResOmitted set, and Complete returns an
+	// error wrapping dedupe.ErrResultTooLarge. Zero means
+	// DefaultMaxItemBytes.
+	MaxItemBytes int
+}
+
+// Store is a dedupe.Store backed by one DynamoDB table. Create it with New;
+// it is safe for concurrent use and holds no goroutines.
+type Store struct {
+	client        Client
+	table         string
+	sortKey       SortKey
+	attr          Attributes
+	index         string
+	shards        int
+	compressAbove int
+	maxItemBytes  int
+}
+
+var _ dedupe.Store = (*Store)(nil)
+
+// New returns a Store that keeps records in opts.Table through client. It
+// never loads AWS configuration, reads the environment or starts
+// goroutines; build the client with config.LoadDefaultConfig and
+// dynamodb.NewFromConfig once, at init.
+//
+// The client's retryer (the SDK's standard retryer by default) retries
+// throttling and transient failures before the store sees them; the store
+// wraps what still fails with dedupe.ErrStoreUnavailable.
+func New(client Client, opts Options) (*Store, error) {
+	switch {
+	case client == nil:
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	case opts.Table == "":
+		return nil, fmt.Errorf("%w: Table is required", ErrInvalidOptions)
+	case opts.Shards < 0:
+		return nil, fmt.Errorf("%w: Shards %d is negative", ErrInvalidOptions, opts.Shards)
+	case opts.SortKey.Name != "" && opts.SortKey.Value == "":
+		return nil, fmt.Errorf("%w: SortKey %q needs a Value", ErrInvalidOptions, opts.SortKey.Name)
+	case opts.MaxItemBytes < 0:
+		return nil, fmt.Errorf("%w: MaxItemBytes %d is negative", ErrInvalidOptions, opts.MaxItemBytes)
+	}
+	s := &Store{
+		client:        client,
+		table:         opts.Table,
+		sortKey:       opts.SortKey,
+		attr:          opts.Attributes.withDefaults(),
+		index:         opts.Index,
+		shards:        opts.Shards,
+		compressAbove: opts.CompressAbove,
+		maxItemBytes:  opts.MaxItemBytes,
+	}
+	if s.index == "" {
+		s.index = DefaultIndex
+	}
+	if s.shards == 0 {
+		s.shards = DefaultShards
+	}
+	if s.compressAbove == 0 {
+		s.compressAbove = DefaultCompressAbove
+	}
+	if s.maxItemBytes == 0 {
+		s.maxItemBytes = DefaultMaxItemBytes
+	}
+	return s, nil
+}
+
+// Shard returns the in-flight shard of key: FNV-1a (32 bit) of the key,
+// modulo the store's shard count.
+func (s *Store) Shard(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(s.shards))
+}
+
+// Claim implements dedupe.Store with one conditional PutItem:
+//
+//	attribute_not_exists(pk) OR expires_at < :now_s
+//	  OR (status = IN_PROGRESS AND lease_expires_at < :now_ms)
+//
+// When the condition fails, DynamoDB returns the existing item
+// (ReturnValuesOnConditionCheckFailure ALL_OLD) and Claim decodes it. A
+// server that ignores ALL_OLD (dynalite, older DynamoDB Local builds) costs
+// one more call: a strongly consistent GetItem. If that finds no live
+// record, the record vanished in between and Claim returns Acquired false
+// with a zero Record, as the contract allows.
+func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
+	a := s.attr
+	rec := dedupe.Record{
+		Key:            req.Key,
+		Status:         dedupe.StatusInProgress,
+		Fingerprint:    req.Fingerprint,
+		Token:          req.Token,
+		LeaseExpiresAt: time.UnixMilli(req.LeaseUntil.UnixMilli()).UTC(),
+		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
+		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+		UpdatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+	}
+	item := s.key(req.Key)
+	item[a.Status] = str(string(dedupe.StatusInProgress))
+	item[a.Fingerprint] = str(req.Fingerprint)
+	item[a.Owner] = str(req.Token)
+	item[a.LeaseExpiresAt] = num(rec.LeaseExpiresAt.UnixMilli())
+	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
+	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
+	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
+	item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR (#status = :inprog AND #lease < :nowms)"),
+		ExpressionAttributeNames: map[string]string{
+			"#pk":     a.PartitionKey,
+			"#exp":    a.ExpiresAt,
+			"#status": a.Status,
+			"#lease":  a.LeaseExpiresAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":    num(req.Now.Unix()),
+			":nowms":  num(req.Now.UnixMilli()),
+			":inprog": str(string(dedupe.StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
+	}
+	if len(ccf.Item) > 0 {
+		existing, err := s.decode(ccf.Item)
+		if err != nil {
+			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %q: %w", req.Key, err)
+		}
+		return dedupe.ClaimResult{Record: existing}, nil
+	}
+	// No ALL_OLD item: read the record that made the condition fail.
+	existing, found, err := s.read(ctx, "claim", req.Key)
+	if err != nil {
+		return dedupe.ClaimResult{}, err
+	}
+	if !found || existing.Expired(req.Now) {
+		return dedupe.ClaimResult{}, nil
+	}
+	return dedupe.ClaimResult{Record: existing}, nil
+}
+
+// Complete implements dedupe.Store with one UpdateItem conditioned on
+// owner = :token AND expires_at >= :now_s. It sets status COMPLETED, the
+// result attributes, expires_at and updated_at, and removes inflight_shard,
+// so the record leaves the in-flight index.
+//
+// A body above Options.CompressAbove is stored gzip-compressed. If the
+// completed item would still exceed Options.MaxItemBytes (or DynamoDB
+// refuses it as too large), the record is completed without its result
+// (res_omitted true) and Complete returns an error wrapping
+// dedupe.ErrResultTooLarge: retries get dedupe.ErrResultOmitted and never
+// run the work again.
+func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error {
+	res, err := s.encodeResult(req.Result)
+	if err != nil {
+		return fmt.Errorf("dynamostore: complete %q: %w", req.Key, err)
+	}
+	size := s.completedSize(req, res)
+	if size > s.maxItemBytes {
+		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
+	}
+	err = s.update(ctx, req, res)
+	if isItemTooLarge(err) {
+		return s.completeOmitted(ctx, req, "DynamoDB refused the item as too large")
+	}
+	return err
+}
+
+// completeOmitted completes the record without its result and reports
+// dedupe.ErrResultTooLarge, or the update's own error.
+func (s *Store) completeOmitted(ctx context.Context, req dedupe.CompleteRequest, why string) error {
+	if err := s.update(ctx, req, encodedResult{status: req.Result.StatusCode, omitted: true}); err != nil {
+		return err
+	}
+	return fmt.Errorf("dynamostore: complete %q: %s, stored without result: %w", req.Key, why, dedupe.ErrResultTooLarge)
+}
+
+// update runs the conditional UpdateItem of Complete.
+func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res encodedResult) error {
+	a := s.attr
+	names := map[string]string{
+		"#owner":  a.Owner,
+		"#exp":    a.ExpiresAt,
+		"#status": a.Status,
+		"#upd":    a.UpdatedAt,
+		"#rs":     a.ResStatus,
+		"#rh":     a.ResHeaders,
+		"#rb":     a.ResBody,
+		"#re":     a.ResEncoding,
+		"#ro":     a.ResOmitted,
+		"#shard":  a.InflightShard,
+	}
+	values := map[string]types.AttributeValue{
+		":tok":       str(req.Token),
+		":now":       num(req.Now.Unix()),
+		":completed": str(string(dedupe.StatusCompleted)),
+		":exp":       num(req.ExpiresAt.Unix()),
+		":upd":       num(req.Now.UnixMilli()),
+		":rs":        num(int64(res.status)),
+		":ro":        &types.AttributeValueMemberBOOL{Value: res.omitted},
+	}
+	set := "SET #status = :completed, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro"
+	remove := " REMOVE #shard"
+	if res.headers != "" {
+		set += ", #rh = :rh"
+		values[":rh"] = str(res.headers)
+	} else {
+		remove += ", #rh"
+	}
+	if len(res.body) > 0 {
+		set += ", #rb = :rb, #re = :re"
+		values[":rb"] = &types.AttributeValueMemberB{Value: res.body}
+		values[":re"] = str(res.encoding)
+	} else {
+		remove += ", #rb, #re"
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(req.Key),
+		UpdateExpression:          aws.String(set + remove),
+		ConditionExpression:       aws.String("#owner = :tok AND #exp >= :now"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("dynamostore: complete %q: %w", req.Key, dedupe.ErrLeaseLost)
+	}
+	if err != nil {
+		return wrapErr("complete", req.Key, err)
+	}
+	return nil
+}
+
+// Release implements dedupe.Store with one DeleteItem conditioned on
+// owner = :token.
+func (s *Store) Release(ctx context.Context, key, token string) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       s.key(key),
+		ConditionExpression:       aws.String("#owner = :tok"),
+		ExpressionAttributeNames:  map[string]string{"#owner": s.attr.Owner},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": str(token)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("dynamostore: release %q: %w", key, dedupe.ErrLeaseLost)
+	}
+	if err != nil {
+		return wrapErr("release", key, err)
+	}
+	return nil
+}
+
+// Get implements dedupe.Store with one strongly consistent GetItem. A
+// record whose expires_at is before now (DynamoDB's TTL deletes lazily)
+// is reported as dedupe.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Record, error) {
+	rec, found, err := s.read(ctx, "get", key)
+	switch {
+	case err != nil:
+		return dedupe.Record{}, err
+	case !found:
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %q: %w", key, dedupe.ErrNotFound)
+	case rec.Expired(now):
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %q: expired: %w", key, dedupe.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// read fetches and decodes the record for key with a strongly consistent
+// GetItem; op names the calling operation in errors.
+func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, found bool, err error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            s.key(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return dedupe.Record{}, false, wrapErr(op, key, err)
+	}
+	if len(out.Item) == 0 {
+		return dedupe.Record{}, false, nil
+	}
+	rec, err = s.decode(out.Item)
+	if err != nil {
+		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %q: %w", op, key, err)
+	}
+	return rec, true, nil
+}
+
+// key returns the primary key attributes of key.
+func (s *Store) key(key string) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{s.attr.PartitionKey: str(key)}
+	if s.sortKey.Name != "" {
+		k[s.sortKey.Name] = str(s.sortKey.Value)
+	}
+	return k
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
