@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -90,6 +91,13 @@ func createTable(t testing.TB, c *dynamodb.Client, name string, sc schema) {
 	})
 	if err != nil {
 		t.Fatalf("create table %s: %v", name, err)
+	}
+	// The server creates tables asynchronously, even with --createTableMs 0.
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 10*time.Millisecond, 200*time.Millisecond
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		t.Fatalf("wait for table %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
