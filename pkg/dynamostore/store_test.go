@@ -114,7 +114,9 @@ func TestCallsPerRequest(t *testing.T) {
 	clk := &clock{now: base}
 	g := dedupe.New(s, &dedupe.Config{Prefix: "calls", Now: clk.Now})
 	ctx := context.Background()
-	ok := func(context.Context) (dedupe.Result, error) { return dedupe.Result{StatusCode: 200, Body: []byte("ok")}, nil }
+	ok := func(context.Context) (dedupe.Result, error) {
+		return dedupe.Result{StatusCode: 200, Body: []byte("ok")}, nil
+	}
 
 	heldKey := "held-" + rand.Text()
 	if _, err := s.Claim(ctx, dedupe.ClaimRequest{
