@@ -44,10 +44,16 @@ var unavailableCodes = map[string]bool{
 // with dedupe.ErrStoreUnavailable when the failure is transient:
 // throttling, a server-side fault, a network failure or a deadline.
 func wrapErr(op, key string, err error) error {
+	return wrap(fmt.Sprintf("dynamostore: %s %q", op, key), err)
+}
+
+// wrap prefixes err with context, adding dedupe.ErrStoreUnavailable when
+// the failure is transient.
+func wrap(context string, err error) error {
 	if transient(err) {
-		return fmt.Errorf("dynamostore: %s %q: %w: %w", op, key, dedupe.ErrStoreUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", context, dedupe.ErrStoreUnavailable, err)
 	}
-	return fmt.Errorf("dynamostore: %s %q: %w", op, key, err)
+	return fmt.Errorf("%s: %w", context, err)
 }
 
 // transient reports whether err is a failure worth retrying later.
