@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -37,7 +39,8 @@ func tableName(prefix string) string {
 	return prefix + "-" + strings.ToLower(rand.Text()[:12])
 }
 
-// schema names the key attributes of a test table.
+// schema names the key attributes of a hand-built test table, for the
+// schemas the template does not declare (single-table designs).
 type schema struct {
 	pk, sk        string // sk empty: no sort key
 	shard, lease  string
@@ -45,16 +48,32 @@ type schema struct {
 	projectedKeys []string
 }
 
-// defaultSchema is the deployed schema of template.yaml.
-func defaultSchema() schema {
-	a := dynamostore.DefaultAttributes()
-	return schema{
-		pk:            a.PartitionKey,
-		shard:         a.InflightShard,
-		lease:         a.LeaseExpiresAt,
-		index:         dynamostore.DefaultIndex,
-		projectedKeys: []string{a.Owner, a.Status, a.CreatedAt},
+// createTemplateTable creates the template's idempotency table under name,
+// with package infra, so the tests run on the deployed schema.
+func createTemplateTable(t testing.TB, c *dynamodb.Client, name string) {
+	t.Helper()
+	path, err := infra.FindTemplate()
+	if err != nil {
+		t.Fatal(err)
 	}
+	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := infra.Tables(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tables, func(tb infra.Table) bool { return tb.LogicalID == "IdempotencyTable" })
+	if i < 0 {
+		t.Fatalf("template %s declares no IdempotencyTable", path)
+	}
+	if _, err := infra.EnsureTables(context.Background(), c, tables[i:i+1]); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
 }
 
 // createTable creates a table with schema sc and deletes it when the test
@@ -160,12 +179,12 @@ type rig struct {
 	table  string
 }
 
-// newRig creates a table with the deployed schema.
+// newRig creates a table with the deployed schema (template.yaml).
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	calls := &callCounter{}
 	r := &rig{client: newClient(t, calls.option()), calls: calls, table: tableName("dedupe-test")}
-	createTable(t, r.client, r.table, defaultSchema())
+	createTemplateTable(t, r.client, r.table)
 	return r
 }
 

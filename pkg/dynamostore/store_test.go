@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
@@ -480,5 +482,55 @@ func TestLateCompleteRefusedThroughGuard(t *testing.T) {
 	}
 	if rec.Result == nil || string(rec.Result.Body) != "retry" {
 		t.Errorf("stored result = %+v, want the retry's", rec.Result)
+	}
+}
+
+// TestDefaultsMatchTemplate checks the store's defaults against the table
+// template.yaml declares: keys, the in-flight index, its projection (what
+// Reap reads), and the TTL attribute.
+func TestDefaultsMatchTemplate(t *testing.T) {
+	path, err := infra.FindTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := infra.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := infra.Tables(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tables, func(tb infra.Table) bool { return tb.LogicalID == "IdempotencyTable" })
+	if i < 0 {
+		t.Fatal("no IdempotencyTable in the template")
+	}
+	in, a := tables[i].Input, dynamostore.DefaultAttributes()
+	if got := aws.ToString(in.KeySchema[0].AttributeName); len(in.KeySchema) != 1 || got != a.PartitionKey {
+		t.Errorf("key schema = %v, want partition key %q only", in.KeySchema, a.PartitionKey)
+	}
+	if tables[i].TTLAttribute != a.ExpiresAt {
+		t.Errorf("TTL attribute = %q, want %q", tables[i].TTLAttribute, a.ExpiresAt)
+	}
+	gi := slices.IndexFunc(in.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) bool {
+		return aws.ToString(g.IndexName) == dynamostore.DefaultIndex
+	})
+	if gi < 0 {
+		t.Fatalf("no index %q", dynamostore.DefaultIndex)
+	}
+	gsi := in.GlobalSecondaryIndexes[gi]
+	var keys []string
+	for _, k := range gsi.KeySchema {
+		keys = append(keys, aws.ToString(k.AttributeName)+"/"+string(k.KeyType))
+	}
+	if want := []string{a.InflightShard + "/HASH", a.LeaseExpiresAt + "/RANGE"}; !slices.Equal(keys, want) {
+		t.Errorf("index keys = %v, want %v", keys, want)
+	}
+	projected := slices.Sorted(slices.Values(gsi.Projection.NonKeyAttributes))
+	if want := slices.Sorted(slices.Values([]string{a.Owner, a.Status, a.CreatedAt})); !slices.Equal(projected, want) {
+		t.Errorf("index projects %v, want %v (what Reap reads)", projected, want)
+	}
+	if got := infra.FunctionEnv(tpl, "ReaperFunction")["REAPER_SHARDS"]; got != strconv.Itoa(dynamostore.DefaultShards) {
+		t.Errorf("REAPER_SHARDS = %q, want %d, the store's default", got, dynamostore.DefaultShards)
 	}
 }
