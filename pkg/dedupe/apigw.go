@@ -1,0 +1,301 @@
+package dedupe
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// HTTPAPI wraps an API Gateway HTTP API handler (payload format 2.0) so
+// that a request retried with the same Idempotency-Key is answered with the
+// first response instead of running h again. HTTPConfig describes the
+// decisions; a nil cfg means the defaults.
+//
+// Keys are scoped by route key and caller: "POST /payments" from the
+// event's routeKey ("$default" and "ANY /x" routes use the actual method,
+// and the raw path for "$default"), and DefaultPrincipal (the JWT
+// authorizer's iss and sub, else the Lambda authorizer's principalId or
+// sub, else the IAM caller). Path parameters, query parameters and the
+// body enter the fingerprint.
+//
+// A replay carries the stored status, headers, cookies and body, byte for
+// byte (a base64 body is stored decoded and re-encoded as it was sent),
+// plus Idempotent-Replayed: true. HTTP API payload 2.0 has no
+// multi-value headers: MultiValueHeaders in h's responses are ignored, as
+// API Gateway ignores them; cookies belong in Cookies.
+//
+// Errors from h are returned as they are, after the key was released, and
+// a panic in h is re-raised after the release: aws-lambda-go turns both
+// into an invoke error, which the client sees as a 500. Every answer the
+// adapter makes itself (400, 409, 413, 422, 503) is a response with a nil
+// error.
+func HTTPAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	core := newHTTPCore(g, cfg)
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		var resp events.APIGatewayV2HTTPResponse
+		res, respond, err := core.serve(ctx, (*v2Event)(&req), func(ctx context.Context, guarded bool) (Result, error) {
+			var err error
+			resp, err = h(ctx, req)
+			if err != nil || !guarded {
+				return Result{}, err
+			}
+			hdr := eventHeaders(resp.Headers, nil, resp.Cookies)
+			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+		})
+		if err != nil || !respond {
+			return resp, err
+		}
+		out := events.APIGatewayV2HTTPResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
+		for k, vs := range res.Headers {
+			switch {
+			case isPseudo(k):
+			case isSetCookie(k):
+				out.Cookies = append(out.Cookies, vs...)
+			default:
+				out.Headers[k] = strings.Join(vs, ",")
+			}
+		}
+		out.Body, out.IsBase64Encoded = replayBody(res)
+		return out, nil
+	}
+}
+
+// RESTAPI wraps an API Gateway REST API handler (Lambda proxy integration,
+// payload format 1.0) like HTTPAPI.
+//
+// Keys are scoped by the method and resource ("POST /payments/{id}") and
+// by DefaultPrincipal (the Cognito user pool authorizer's iss and sub
+// claims, else the Lambda authorizer's principalId, else the Cognito
+// identity or IAM caller, else the API key ID). Path parameters,
+// multi-value query parameters and the body enter the fingerprint.
+//
+// Responses are stored with headers and multi-value headers merged as API
+// Gateway merges them; a replay sends single values in Headers and
+// repeated ones in MultiValueHeaders, with the body and isBase64Encoded as
+// first sent.
+func RESTAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	core := newHTTPCore(g, cfg)
+	return func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		var resp events.APIGatewayProxyResponse
+		res, respond, err := core.serve(ctx, (*v1Event)(&req), func(ctx context.Context, guarded bool) (Result, error) {
+			var err error
+			resp, err = h(ctx, req)
+			if err != nil || !guarded {
+				return Result{}, err
+			}
+			hdr := eventHeaders(resp.Headers, resp.MultiValueHeaders, nil)
+			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+		})
+		if err != nil || !respond {
+			return resp, err
+		}
+		out := events.APIGatewayProxyResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
+		for k, vs := range res.Headers {
+			switch {
+			case isPseudo(k):
+			case len(vs) == 1:
+				out.Headers[k] = vs[0]
+			default:
+				if out.MultiValueHeaders == nil {
+					out.MultiValueHeaders = make(map[string][]string)
+				}
+				out.MultiValueHeaders[k] = vs
+			}
+		}
+		out.Body, out.IsBase64Encoded = replayBody(res)
+		return out, nil
+	}
+}
+
+// v2Event is the httpEvent of an HTTP API request.
+type v2Event events.APIGatewayV2HTTPRequest
+
+func (e *v2Event) method() string { return e.RequestContext.HTTP.Method }
+
+func (e *v2Event) route() string {
+	method := e.RequestContext.HTTP.Method
+	rk := e.RouteKey
+	if rk == "" {
+		rk = e.RequestContext.RouteKey
+	}
+	m, path, ok := strings.Cut(rk, " ")
+	switch {
+	case !ok: // "$default" or empty
+		return routeOf(method, e.RawPath)
+	case m == "ANY":
+		return routeOf(method, path)
+	}
+	return rk
+}
+
+func (e *v2Event) keyHeader() (string, int) { return lookup(e.Headers, "idempotency-key") }
+
+func (e *v2Event) header(lname string) (string, bool) {
+	v, n := lookup(e.Headers, lname)
+	return v, n > 0
+}
+
+func (e *v2Event) appendTarget(buf []byte) []byte {
+	buf = appendSorted(buf, "path", e.PathParameters)
+	return appendSorted(buf, "query", e.QueryStringParameters)
+}
+
+func (e *v2Event) body(limit int64) ([]byte, bool, error) {
+	return eventBody(e.Body, e.IsBase64Encoded, limit)
+}
+
+func (e *v2Event) raw() any { return (*events.APIGatewayV2HTTPRequest)(e) }
+
+// v1Event is the httpEvent of a REST API request.
+type v1Event events.APIGatewayProxyRequest
+
+func (e *v1Event) method() string { return e.HTTPMethod }
+
+func (e *v1Event) route() string {
+	if e.Resource != "" {
+		return routeOf(e.HTTPMethod, e.Resource)
+	}
+	return routeOf(e.HTTPMethod, e.Path)
+}
+
+func (e *v1Event) keyHeader() (string, int) {
+	if vs := lookupMulti(e.MultiValueHeaders, "idempotency-key"); len(vs) > 0 {
+		return vs[0], len(vs)
+	}
+	return lookup(e.Headers, "idempotency-key")
+}
+
+func (e *v1Event) header(lname string) (string, bool) {
+	if vs := lookupMulti(e.MultiValueHeaders, lname); len(vs) > 0 {
+		return strings.Join(vs, ","), true
+	}
+	v, n := lookup(e.Headers, lname)
+	return v, n > 0
+}
+
+func (e *v1Event) appendTarget(buf []byte) []byte {
+	buf = appendSorted(buf, "path", e.PathParameters)
+	if len(e.MultiValueQueryStringParameters) > 0 {
+		return appendSortedMulti(buf, "query", e.MultiValueQueryStringParameters)
+	}
+	return appendSorted(buf, "query", e.QueryStringParameters)
+}
+
+func (e *v1Event) body(limit int64) ([]byte, bool, error) {
+	return eventBody(e.Body, e.IsBase64Encoded, limit)
+}
+
+func (e *v1Event) raw() any { return (*events.APIGatewayProxyRequest)(e) }
+
+// lookup returns the value of header lname (lower case) in m and how many
+// keys carry it: the exact lower-case key first, as API Gateway HTTP APIs
+// and Function URLs send headers, else every key equal under case folding.
+func lookup(m map[string]string, lname string) (string, int) {
+	if v, ok := m[lname]; ok {
+		return v, 1
+	}
+	var v string
+	n := 0
+	for k, val := range m {
+		if strings.EqualFold(k, lname) {
+			if n == 0 {
+				v = val
+			}
+			n++
+		}
+	}
+	return v, n
+}
+
+// lookupMulti returns every value of header lname in m, whatever the case
+// of its keys.
+func lookupMulti(m map[string][]string, lname string) []string {
+	if vs, ok := m[lname]; ok {
+		return vs
+	}
+	var out []string
+	for k, vs := range m {
+		if strings.EqualFold(k, lname) {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// eventBody returns an event's request body as bytes, decoding base64.
+// A body that claims base64 but does not decode is taken as sent.
+func eventBody(body string, isBase64 bool, limit int64) ([]byte, bool, error) {
+	if isBase64 {
+		if limit >= 0 && int64(len(body))/4*3-2 > limit {
+			return nil, true, nil
+		}
+		if dec, err := base64.StdEncoding.DecodeString(body); err == nil {
+			return dec, limit >= 0 && int64(len(dec)) > limit, nil
+		}
+	}
+	if limit >= 0 && int64(len(body)) > limit {
+		return nil, true, nil
+	}
+	return []byte(body), false, nil
+}
+
+// jwtPrincipal is the principal of a JWT: issuer and subject, encoded
+// unambiguously.
+func jwtPrincipal(iss, sub string) string {
+	return "jwt:" + strconv.Itoa(len(iss)) + ":" + iss + sub
+}
+
+// v2Principal resolves DefaultPrincipal for an HTTP API request.
+func v2Principal(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription) string {
+	if a == nil {
+		return ""
+	}
+	if a.JWT != nil && a.JWT.Claims["sub"] != "" {
+		return jwtPrincipal(a.JWT.Claims["iss"], a.JWT.Claims["sub"])
+	}
+	for _, name := range []string{"principalId", "sub"} {
+		if id, ok := a.Lambda[name].(string); ok && id != "" {
+			return "lambda:" + id
+		}
+	}
+	if iam := a.IAM; iam != nil {
+		switch {
+		case iam.CognitoIdentity.IdentityID != "":
+			return "cognito-identity:" + iam.CognitoIdentity.IdentityID
+		case iam.UserARN != "":
+			return "iam:" + iam.UserARN
+		case iam.CallerID != "":
+			return "iam:" + iam.CallerID
+		}
+	}
+	return ""
+}
+
+// v1Principal resolves DefaultPrincipal for a REST API request.
+func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
+	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		sub, _ := claims["sub"].(string)
+		iss, _ := claims["iss"].(string)
+		if sub != "" {
+			return jwtPrincipal(iss, sub)
+		}
+	}
+	if id, ok := rc.Authorizer["principalId"].(string); ok && id != "" {
+		return "lambda:" + id
+	}
+	id := &rc.Identity
+	switch {
+	case id.CognitoIdentityID != "":
+		return "cognito-identity:" + id.CognitoIdentityID
+	case id.UserArn != "":
+		return "iam:" + id.UserArn
+	case id.Caller != "":
+		return "iam:" + id.Caller
+	case id.APIKeyID != "":
+		return "apikey:" + id.APIKeyID
+	}
+	return ""
+}

@@ -1,0 +1,90 @@
+package dedupe
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// FunctionURL wraps a Lambda Function URL handler like HTTPAPI.
+//
+// Function URLs have no routes: keys are scoped by method and raw path
+// ("POST /payments"), unless HTTPConfig.Route says otherwise, and by
+// DefaultPrincipal (the IAM caller when the URL uses AWS_IAM auth; with
+// auth type NONE there is no principal, so set HTTPConfig.Principal if
+// callers identify themselves otherwise). The query parameters and the
+// body enter the fingerprint.
+//
+// A replay carries the stored status, headers, cookies and body, byte for
+// byte, plus Idempotent-Replayed: true; repeated header values, which a
+// Function URL response cannot carry separately, are joined with commas.
+func FunctionURL(g *Guard, cfg *HTTPConfig, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	core := newHTTPCore(g, cfg)
+	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		var resp events.LambdaFunctionURLResponse
+		res, respond, err := core.serve(ctx, (*urlEvent)(&req), func(ctx context.Context, guarded bool) (Result, error) {
+			var err error
+			resp, err = h(ctx, req)
+			if err != nil || !guarded {
+				return Result{}, err
+			}
+			hdr := eventHeaders(resp.Headers, nil, resp.Cookies)
+			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+		})
+		if err != nil || !respond {
+			return resp, err
+		}
+		out := events.LambdaFunctionURLResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
+		for k, vs := range res.Headers {
+			switch {
+			case isPseudo(k):
+			case isSetCookie(k):
+				out.Cookies = append(out.Cookies, vs...)
+			default:
+				out.Headers[k] = strings.Join(vs, ",")
+			}
+		}
+		out.Body, out.IsBase64Encoded = replayBody(res)
+		return out, nil
+	}
+}
+
+// urlEvent is the httpEvent of a Function URL request.
+type urlEvent events.LambdaFunctionURLRequest
+
+func (e *urlEvent) method() string { return e.RequestContext.HTTP.Method }
+
+func (e *urlEvent) route() string { return routeOf(e.RequestContext.HTTP.Method, e.RawPath) }
+
+func (e *urlEvent) keyHeader() (string, int) { return lookup(e.Headers, "idempotency-key") }
+
+func (e *urlEvent) header(lname string) (string, bool) {
+	v, n := lookup(e.Headers, lname)
+	return v, n > 0
+}
+
+func (e *urlEvent) appendTarget(buf []byte) []byte {
+	buf = appendPart(buf, e.RawPath)
+	return appendSorted(buf, "query", e.QueryStringParameters)
+}
+
+func (e *urlEvent) body(limit int64) ([]byte, bool, error) {
+	return eventBody(e.Body, e.IsBase64Encoded, limit)
+}
+
+func (e *urlEvent) raw() any { return (*events.LambdaFunctionURLRequest)(e) }
+
+// urlPrincipal resolves DefaultPrincipal for a Function URL request.
+func urlPrincipal(a *events.LambdaFunctionURLRequestContextAuthorizerDescription) string {
+	if a == nil || a.IAM == nil {
+		return ""
+	}
+	switch {
+	case a.IAM.UserARN != "":
+		return "iam:" + a.IAM.UserARN
+	case a.IAM.CallerID != "":
+		return "iam:" + a.IAM.CallerID
+	}
+	return ""
+}

@@ -1,0 +1,465 @@
+package dedupe
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// DefaultMaxBodyBytes is the request body limit of the HTTP adapters when
+// HTTPConfig.MaxBodyBytes is zero: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL
+// and Middleware), which all share one implementation. The zero value (or
+// a nil *HTTPConfig) is valid and means: POST, PATCH, PUT and DELETE are
+// guarded; a missing key lets the request through unguarded; routes and
+// principals are resolved as DefaultPrincipal and the adapters document;
+// no headers are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
+// DefaultKeep decides what is stored; no logging.
+//
+// Functions that receive the request get the adapter's event: a
+// *events.APIGatewayV2HTTPRequest (HTTPAPI), *events.APIGatewayProxyRequest
+// (RESTAPI), *events.LambdaFunctionURLRequest (FunctionURL) or an
+// *http.Request (Middleware).
+//
+// How one request is decided:
+//
+//	method not guarded ────────────────────────────────► handler, unguarded
+//	no Idempotency-Key ── RequireKey(route)? ── no ────► handler, unguarded
+//	                                         └─ yes ───► 400 key missing
+//	key not 1..255 printable ASCII, or repeated ───────► 400 key invalid
+//	body over MaxBodyBytes ────────────────────────────► 413 (nothing claimed)
+//	claim scope(route, principal, key) with the fingerprint:
+//	  fresh ──► handler ── Keep(status)? ── yes ───────► stored, answered
+//	                    │                 └─ no ───────► key released, answered
+//	                    └── error or panic ────────────► key released, error / panic
+//	  completed, same fingerprint ─────────────────────► replay + Idempotent-Replayed: true
+//	  completed, response was too large to keep ───────► 409 response unavailable
+//	  in progress ─────────────────────────────────────► 409 + Retry-After (lease left)
+//	  different fingerprint ───────────────────────────► 422
+//	  store failed ── Config.FailOpen? ── no ──────────► 503 + Retry-After, handler not run
+//	                                   └─ yes ─────────► handler, unguarded (logged)
+type HTTPConfig struct {
+	// Methods lists the methods that are guarded; others always pass
+	// through. Nil means POST, PATCH, PUT and DELETE.
+	Methods []string
+
+	// RequireKey reports whether a route requires an Idempotency-Key: a
+	// guarded request without one is refused with 400. Routes are
+	// "METHOD /path", see Route. Nil means no route requires a key, and
+	// requests without one pass through unguarded. RequireKeyOn builds
+	// one from a list.
+	RequireKey func(route string) bool
+
+	// Route returns the route of a request, "METHOD /path-template", which
+	// scopes keys and enters the fingerprint. Nil means: the route key of
+	// an HTTP API ("$default" and "ANY" routes use the actual method and
+	// path), the method and resource of a REST API, the method and path of
+	// a Function URL, and the method and ServeMux pattern (else path) for
+	// Middleware.
+	Route func(req any) string
+
+	// Principal returns the caller's identity, which scopes keys so one
+	// caller can never receive another's response. Nil means
+	// DefaultPrincipal, which finds nothing for Middleware: set it there.
+	Principal func(req any) string
+
+	// FingerprintHeaders names request headers (case-insensitive) that
+	// enter the fingerprint besides method, route, path parameters, query
+	// and body. Nil means none.
+	FingerprintHeaders []string
+
+	// MaxBodyBytes refuses guarded requests with larger bodies (decoded
+	// from base64 where needed) with 413, before anything is claimed.
+	// Zero means DefaultMaxBodyBytes; negative means no limit.
+	MaxBodyBytes int64
+
+	// Keep reports whether a response with this status is stored and
+	// replayed; otherwise the key is released so the client's retry runs
+	// again. Nil means DefaultKeep.
+	Keep func(status int) bool
+
+	// Logger receives warnings: store failures, results that could not be
+	// stored, failed releases. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// DefaultKeep is the default HTTPConfig.Keep: every status below 500 is
+// stored except the transient 408 Request Timeout, 425 Too Early and 429
+// Too Many Requests. 5xx answers release the key, so retries run again.
+func DefaultKeep(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	}
+	return status < 500
+}
+
+// RequireKeyOn returns an HTTPConfig.RequireKey that requires a key on
+// exactly the given routes, written as the adapter resolves them, e.g.
+// "POST /payments".
+func RequireKeyOn(routes ...string) func(route string) bool {
+	set := make(map[string]struct{}, len(routes))
+	for _, r := range routes {
+		set[r] = struct{}{}
+	}
+	return func(route string) bool {
+		_, ok := set[route]
+		return ok
+	}
+}
+
+// httpEvent is one adapter's view of a request: the little the shared core
+// needs, computed lazily, so unguarded requests cost almost nothing.
+type httpEvent interface {
+	// method returns the request method.
+	method() string
+	// route returns the default route, "METHOD /path".
+	route() string
+	// keyHeader returns the first Idempotency-Key value and how many
+	// values the request carries.
+	keyHeader() (string, int)
+	// header returns a request header by lower-case name, repeated values
+	// joined with ",".
+	header(lname string) (string, bool)
+	// appendTarget appends fingerprint parts for what identifies the
+	// target besides the route: path parameters, raw path, query.
+	appendTarget(buf []byte) []byte
+	// body returns the request body, decoded from base64 if need be.
+	// tooLarge reports a body over limit (limit < 0: no limit).
+	body(limit int64) (b []byte, tooLarge bool, err error)
+	// raw returns the event for HTTPConfig functions.
+	raw() any
+}
+
+// httpCore holds the decisions shared by every HTTP adapter.
+type httpCore struct {
+	g          *Guard
+	methods    []string
+	requireKey func(string) bool
+	route      func(any) string
+	principal  func(any) string
+	fpHeaders  []string // lower case
+	maxBody    int64
+	keep       func(Result) bool
+	log        *slog.Logger
+}
+
+func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
+	var c HTTPConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	core := &httpCore{
+		g:          g,
+		methods:    []string{http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete},
+		requireKey: c.RequireKey,
+		route:      c.Route,
+		principal:  c.Principal,
+		maxBody:    c.MaxBodyBytes,
+		log:        c.Logger,
+	}
+	if c.Methods != nil {
+		core.methods = make([]string, len(c.Methods))
+		for i, m := range c.Methods {
+			core.methods[i] = strings.ToUpper(m)
+		}
+	}
+	if core.principal == nil {
+		core.principal = DefaultPrincipal
+	}
+	for _, h := range c.FingerprintHeaders {
+		core.fpHeaders = append(core.fpHeaders, strings.ToLower(h))
+	}
+	slices.Sort(core.fpHeaders)
+	core.fpHeaders = slices.Compact(core.fpHeaders)
+	if core.maxBody == 0 {
+		core.maxBody = DefaultMaxBodyBytes
+	}
+	keep := c.Keep
+	if keep == nil {
+		keep = DefaultKeep
+	}
+	core.keep = func(r Result) bool { return keep(r.StatusCode) }
+	if core.log == nil {
+		core.log = slog.New(slog.DiscardHandler)
+	}
+	return core
+}
+
+// serve decides one request. run calls the wrapped handler: guarded
+// reports whether its response must be converted to a Result (it is
+// stored); for unguarded calls run may return a zero Result.
+//
+// serve returns respond true with the Result to answer (a problem or a
+// replay) when the handler did not run; respond false when the adapter
+// must answer with the handler's own response (it ran, guarded or not).
+// A non-nil error is the handler's, returned after the key was released.
+func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context.Context, guarded bool) (Result, error)) (res Result, respond bool, err error) {
+	method := strings.ToUpper(ev.method())
+	if !slices.Contains(c.methods, method) {
+		_, err := run(ctx, false)
+		return Result{}, false, err
+	}
+	var route string
+	if c.route != nil {
+		route = c.route(ev.raw())
+	} else {
+		route = ev.route()
+	}
+	raw, n := ev.keyHeader()
+	switch {
+	case n == 0 && c.requireKey != nil && c.requireKey(route):
+		return problemResult(ProblemKeyMissing, 0), true, nil
+	case n == 0:
+		_, err := run(ctx, false)
+		return Result{}, false, err
+	case n > 1:
+		return problemResult(ProblemKeyInvalid, 0), true, nil
+	}
+	key, err := ParseKey(raw)
+	if err != nil {
+		return problemResult(ProblemKeyInvalid, 0), true, nil
+	}
+	body, tooLarge, err := ev.body(c.maxBody)
+	switch {
+	case tooLarge:
+		return problemResult(ProblemBodyTooLarge, 0), true, nil
+	case err != nil:
+		return problemResult(ProblemBodyUnreadable, 0), true, nil
+	}
+
+	call := Call{
+		Key:         scopeKey(route, c.principal(ev.raw()), key),
+		Fingerprint: c.fingerprint(method, route, ev, body),
+		Keep:        c.keep,
+	}
+	var ran bool
+	var handlerErr error
+	out, err := c.g.Do(ctx, call, func(ctx context.Context) (Result, error) {
+		ran = true
+		r, err := run(ctx, true)
+		handlerErr = err
+		return r, err
+	})
+	return c.decide(call.Key, out, err, ran, handlerErr)
+}
+
+// decide turns the guard's answer into the adapter's.
+func (c *httpCore) decide(key string, out Outcome, err error, ran bool, handlerErr error) (Result, bool, error) {
+	if handlerErr != nil {
+		if err != nil && !errors.Is(err, handlerErr) {
+			c.log.Warn("dedupe: release after handler error failed", "key", c.g.Key(key), "err", err)
+		}
+		return Result{}, false, handlerErr
+	}
+	if ran {
+		if err != nil {
+			// ErrNotStored, ErrResultTooLarge or ErrRanUnguarded: the
+			// handler's real response still goes to the client.
+			c.log.Warn("dedupe: response not recorded", "key", c.g.Key(key), "err", err)
+		}
+		return Result{}, false, nil
+	}
+	var conflict *ConflictError
+	switch {
+	case err == nil:
+		res := out.Result
+		if res.Headers == nil {
+			res.Headers = make(map[string][]string, 1)
+		}
+		res.Headers[HeaderReplayed] = []string{"true"}
+		return res, true, nil
+	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
+		return problemResult(ProblemInProgress, conflict.RetryAfter(c.g.Now())), true, nil
+	case errors.As(err, &conflict):
+		return problemResult(ProblemKeyReused, 0), true, nil
+	case errors.Is(err, ErrResultOmitted):
+		return problemResult(ProblemResultUnavailable, 0), true, nil
+	default:
+		c.log.Warn("dedupe: claim failed, request refused (fail closed)", "key", c.g.Key(key), "err", err)
+		return problemResult(ProblemStoreUnavailable, storeRetryAfter), true, nil
+	}
+}
+
+// fingerprint hashes what identifies a request: method, route, target,
+// the configured headers and the body.
+func (c *httpCore) fingerprint(method, route string, ev httpEvent, body []byte) string {
+	buf := make([]byte, 0, 64+len(route)+len(body))
+	buf = appendPart(buf, method)
+	buf = appendPart(buf, route)
+	buf = ev.appendTarget(buf)
+	for _, name := range c.fpHeaders {
+		buf = appendPart(buf, name)
+		if v, ok := ev.header(name); ok {
+			buf = appendPart(append(buf, 1), v)
+		} else {
+			buf = append(buf, 0)
+		}
+	}
+	return sumHex(appendBody(buf, body))
+}
+
+// appendSorted appends tag and the entries of m in key order, each
+// length-prefixed, to buf. Nothing is appended for an empty map.
+func appendSorted(buf []byte, tag string, m map[string]string) []byte {
+	if len(m) == 0 {
+		return buf
+	}
+	buf = appendPart(buf, tag)
+	buf = appendPart(buf, strconv.Itoa(len(m)))
+	for _, k := range slices.Sorted(mapKeys(m)) {
+		buf = appendPart(appendPart(buf, k), m[k])
+	}
+	return buf
+}
+
+// appendSortedMulti is appendSorted for multi-valued maps.
+func appendSortedMulti(buf []byte, tag string, m map[string][]string) []byte {
+	if len(m) == 0 {
+		return buf
+	}
+	buf = appendPart(buf, tag)
+	buf = appendPart(buf, strconv.Itoa(len(m)))
+	for _, k := range slices.Sorted(mapKeys(m)) {
+		buf = appendPart(buf, k)
+		buf = appendPart(buf, strconv.Itoa(len(m[k])))
+		for _, v := range m[k] {
+			buf = appendPart(buf, v)
+		}
+	}
+	return buf
+}
+
+// mapKeys iterates over the keys of m.
+func mapKeys[V any](m map[string]V) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// routeOf builds "METHOD path".
+func routeOf(method, path string) string {
+	return strings.ToUpper(method) + " " + path
+}
+
+// The body encoding of a stored event response is kept in a pseudo-header,
+// which no real header can collide with (':' is not a token character) and
+// which the adapters never send.
+const (
+	hdrBodyEncoding = ":dedupe-body"
+	// encBase64 marks a body stored decoded that was sent base64-encoded
+	// (standard encoding, padded): it is re-encoded on replay.
+	encBase64 = "base64"
+	// encVerbatim marks a base64 body that did not round-trip through the
+	// standard encoding; it is stored and replayed as sent.
+	encVerbatim = "verbatim"
+)
+
+// storeBody returns the bytes to store for an event response body and sets
+// the encoding pseudo-header in h when the body was base64.
+func storeBody(h map[string][]string, body string, isBase64 bool) []byte {
+	if !isBase64 {
+		return []byte(body)
+	}
+	dec, err := base64.StdEncoding.DecodeString(body)
+	if err != nil || base64.StdEncoding.EncodedLen(len(dec)) != len(body) {
+		h[hdrBodyEncoding] = []string{encVerbatim}
+		return []byte(body)
+	}
+	h[hdrBodyEncoding] = []string{encBase64}
+	return dec
+}
+
+// replayBody returns the event body and base64 flag for a stored result,
+// exactly as the handler first sent them.
+func replayBody(r Result) (string, bool) {
+	switch first(r.Headers[hdrBodyEncoding]) {
+	case encBase64:
+		return base64.StdEncoding.EncodeToString(r.Body), true
+	case encVerbatim:
+		return string(r.Body), true
+	}
+	return string(r.Body), false
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// isPseudo reports whether a stored header is internal.
+func isPseudo(name string) bool { return strings.HasPrefix(name, ":") }
+
+// isSetCookie reports whether name is Set-Cookie, in any case.
+func isSetCookie(name string) bool { return strings.EqualFold(name, "Set-Cookie") }
+
+// eventHeaders merges an event response's headers into the stored form,
+// as API Gateway merges them: a single value is kept unless the same
+// key-value pair is in multi, then multi values, then cookies; every
+// Set-Cookie spelling goes under "Set-Cookie".
+func eventHeaders(single map[string]string, multi map[string][]string, cookies []string) map[string][]string {
+	h := make(map[string][]string, len(single)+len(multi)+1)
+	for k, v := range single {
+		if slices.Contains(multi[k], v) {
+			continue
+		}
+		if isSetCookie(k) {
+			k = "Set-Cookie"
+		}
+		h[k] = append(h[k], v)
+	}
+	for k, vs := range multi {
+		if isSetCookie(k) {
+			k = "Set-Cookie"
+		}
+		h[k] = append(h[k], vs...)
+	}
+	if len(cookies) > 0 {
+		h["Set-Cookie"] = append(h["Set-Cookie"], cookies...)
+	}
+	return h
+}
+
+// DefaultPrincipal is the default HTTPConfig.Principal. It reads the
+// caller's identity from the event's request context, in this order:
+//
+//   - HTTP API: the JWT authorizer's "sub" claim (with "iss"), else the
+//     Lambda authorizer context's "principalId" or "sub", else the IAM
+//     caller (Cognito identity ID, user ARN, caller ID);
+//   - REST API: the Cognito user pool authorizer's "sub" claim (with
+//     "iss"), else the Lambda authorizer's principalId, else the Cognito
+//     identity ID, IAM user ARN or caller, else the API key ID;
+//   - Function URL: the IAM user ARN or caller ID (auth type AWS_IAM).
+//
+// Each source is tagged ("jwt:", "lambda:", "iam:", ...), so identities
+// from different authorizers never compare equal. It returns "" when the
+// request carries no identity (no authorizer), and always for an
+// *http.Request: configure HTTPConfig.Principal for Middleware. An empty
+// principal still scopes keys by route, but every anonymous caller shares
+// that scope.
+func DefaultPrincipal(req any) string {
+	switch r := req.(type) {
+	case *events.APIGatewayV2HTTPRequest:
+		return v2Principal(r.RequestContext.Authorizer)
+	case *events.APIGatewayProxyRequest:
+		return v1Principal(&r.RequestContext)
+	case *events.LambdaFunctionURLRequest:
+		return urlPrincipal(r.RequestContext.Authorizer)
+	}
+	return ""
+}

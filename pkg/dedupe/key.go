@@ -1,0 +1,156 @@
+package dedupe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Header names used by the HTTP adapters.
+const (
+	// HeaderIdempotencyKey is the request header carrying the client's
+	// idempotency key (draft-ietf-httpapi-idempotency-key-header).
+	HeaderIdempotencyKey = "Idempotency-Key"
+
+	// HeaderReplayed is set to "true" on every replayed response, as
+	// Stripe does, so a client can tell a replay from a first answer.
+	HeaderReplayed = "Idempotent-Replayed"
+)
+
+// MaxKeyLength is the longest idempotency key ParseKey accepts, in bytes
+// (every accepted byte is one printable ASCII character).
+const MaxKeyLength = 255
+
+// ParseKey parses the value of an Idempotency-Key header and returns the
+// key it carries.
+//
+// A value starting with a double quote is a Structured Field string
+// (RFC 9651), as the IETF draft specifies: `"abc"`, with `\"` and `\\` as
+// the only escapes, and nothing after the closing quote (parameters are
+// not accepted). Any other value is a bare key, taken as is. Leading and
+// trailing spaces and tabs are ignored in both forms, so `"abc"` and `abc`
+// give the same key.
+//
+// The key must be 1 to MaxKeyLength printable ASCII characters (0x20 to
+// 0x7E). Anything else, an empty value included, returns an error
+// wrapping ErrInvalidKey. The error never quotes the value.
+func ParseKey(value string) (string, error) {
+	v := strings.Trim(value, " \t")
+	if v == "" {
+		return "", fmt.Errorf("parse idempotency key: empty: %w", ErrInvalidKey)
+	}
+	if v[0] != '"' {
+		if err := checkKeyChars(v); err != nil {
+			return "", err
+		}
+		return v, nil
+	}
+	return parseSFString(v)
+}
+
+// parseSFString parses v, which starts with a double quote, as a
+// Structured Field string that must make up the whole value.
+func parseSFString(v string) (string, error) {
+	// Fast path: no escapes, so the key is a substring of v.
+	if end := strings.IndexByte(v[1:], '"') + 1; end > 0 && strings.IndexByte(v[1:end], '\\') < 0 {
+		if end != len(v)-1 {
+			return "", fmt.Errorf("parse idempotency key: characters after the closing quote: %w", ErrInvalidKey)
+		}
+		key := v[1:end]
+		if err := checkKeyChars(key); err != nil {
+			return "", err
+		}
+		return key, nil
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\':
+			i++
+			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
+				return "", fmt.Errorf("parse idempotency key: bad escape in quoted string: %w", ErrInvalidKey)
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			if i != len(v)-1 {
+				return "", fmt.Errorf("parse idempotency key: characters after the closing quote: %w", ErrInvalidKey)
+			}
+			key := b.String()
+			if err := checkKeyChars(key); err != nil {
+				return "", err
+			}
+			return key, nil
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("parse idempotency key: not printable ASCII: %w", ErrInvalidKey)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", fmt.Errorf("parse idempotency key: unterminated quoted string: %w", ErrInvalidKey)
+}
+
+// checkKeyChars reports whether key has an acceptable length and only
+// printable ASCII characters.
+func checkKeyChars(key string) error {
+	if len(key) == 0 {
+		return fmt.Errorf("parse idempotency key: empty: %w", ErrInvalidKey)
+	}
+	if len(key) > MaxKeyLength {
+		return fmt.Errorf("parse idempotency key: longer than %d characters: %w", MaxKeyLength, ErrInvalidKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("parse idempotency key: not printable ASCII: %w", ErrInvalidKey)
+		}
+	}
+	return nil
+}
+
+// scopeKey returns the key the Guard sees for a client key used by
+// principal on route:
+//
+//	<route>|<principal>|<key>          e.g. POST /payments|3b0c…e1|order-42
+//
+// route and key are escaped ('%' as %25, '|' as %7C), so '|' appears only
+// as the separator; principal is "-" when empty, otherwise the first 16
+// bytes of its SHA-256 in hex, so no principal can contain '|' either and
+// none is stored in clear. The encoding is therefore injective: two
+// different (route, principal, key) triples never share a scope, whatever
+// characters a client puts in its key or path.
+func scopeKey(route, principal, key string) string {
+	var b strings.Builder
+	b.Grow(len(route) + len(key) + 36)
+	writeEscaped(&b, route)
+	b.WriteByte('|')
+	if principal == "" {
+		b.WriteByte('-')
+	} else {
+		sum := sha256.Sum256([]byte(principal))
+		var h [32]byte
+		hex.Encode(h[:], sum[:16])
+		b.Write(h[:])
+	}
+	b.WriteByte('|')
+	writeEscaped(&b, key)
+	return b.String()
+}
+
+// writeEscaped writes s to b with '%' and '|' percent-encoded.
+func writeEscaped(b *strings.Builder, s string) {
+	for {
+		i := strings.IndexAny(s, "%|")
+		if i < 0 {
+			b.WriteString(s)
+			return
+		}
+		b.WriteString(s[:i])
+		if s[i] == '%' {
+			b.WriteString("%25")
+		} else {
+			b.WriteString("%7C")
+		}
+		s = s[i+1:]
+	}
+}
