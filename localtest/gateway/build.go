@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// RIEModule and RIEPackage name the Runtime Interface Emulator: the module
+// go.mod requires and the command it declares as a tool.
+const (
+	RIEModule  = "github.com/aws/aws-lambda-runtime-interface-emulator"
+	RIEPackage = RIEModule + "/cmd/aws-lambda-rie"
+)
+
+// ModuleRoot returns the nearest directory at or above the working
+// directory that holds a go.mod file.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("gateway: no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BuildRIE builds the emulator with the go command into out, from the
+// module in root at the version its go.mod requires, unless out already
+// holds that version. It returns whether it built.
+func BuildRIE(ctx context.Context, root, out string) (built bool, err error) {
+	want, err := goCmd(ctx, root, nil, "list", "-m", "-f", "{{.Version}}", RIEModule)
+	if err != nil {
+		return false, err
+	}
+	if info, err := buildinfo.ReadFile(out); err == nil {
+		// The command's own module is the binary's main module.
+		if info.Main.Path == RIEModule && info.Main.Version == want {
+			return false, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return false, err
+	}
+	// Build beside out, then rename: a concurrent user never sees half a
+	// binary.
+	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
+	if _, err := goCmd(ctx, root, hostEnv(), "build", "-o", tmp, RIEPackage); err != nil {
+		return false, err
+	}
+	return true, os.Rename(tmp, out)
+}
+
+// BuildBootstrap builds the main package pkg (an import path or a
+// ./relative path inside root) into out as a Lambda bootstrap for the
+// local operating system and architecture: -tags lambda.norpc, no cgo.
+func BuildBootstrap(ctx context.Context, root, pkg, out string) error {
+	_, err := goCmd(ctx, root, hostEnv(), "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, pkg)
+	return err
+}
+
+// hostEnv is the environment for go build that targets this machine, even
+// if the caller's environment cross-compiles.
+func hostEnv() []string {
+	return append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+}
+
+// goCmd runs the go command in dir and returns its trimmed output.
+func goCmd(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}

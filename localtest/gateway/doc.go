@@ -1,0 +1,30 @@
+// Package gateway provides a local stand-in for Amazon API Gateway HTTP APIs
+// and for the Lambda execution environments behind them, so that the
+// project's real function binaries can be run and tested on one machine.
+//
+// A [Pool] runs one function's bootstrap binary under the AWS Lambda Runtime
+// Interface Emulator (aws-lambda-rie). One emulator process is one execution
+// environment and serves one invocation at a time, as in Lambda: the pool
+// reuses a warm idle environment, starts a new one when all are busy (up to
+// a concurrency limit, then throttles), and replaces an environment whose
+// invocation timed out or whose runtime crashed.
+//
+// A [Gateway] is an http.Handler that serves route keys such as
+// "POST /payments" or "GET /payments/{id}" the way an HTTP API with payload
+// format 2.0 does: it builds the event (raw path and query, lower-cased
+// headers, cookies, path and query parameters, request context, base64 for
+// binary bodies, decoded JWT claims), invokes the function and maps its
+// result back to an HTTP response, including API Gateway's inference rules
+// for results that are not a response object and its canned error answers
+// (404, 429, 500, 503).
+//
+// The gateway decodes a bearer JWT into requestContext.authorizer.jwt
+// without verifying its signature: it is a local tool, never an
+// authentication boundary.
+//
+// Processes: each environment is an emulator process in its own process
+// group; the emulator starts the bootstrap in a group of its own. A Pool
+// starts, per environment, one goroutine that waits for the process and
+// copies its output; [Pool.Close] stops every environment and waits for
+// those goroutines, so nothing is left running.
+package gateway

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Built by TestMain for the tests that run real processes.
+var (
+	testRIE  string // the emulator, cached under build/bin at the module root
+	testEcho string // testdata/echofn built as a bootstrap
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root, err := ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	testRIE = filepath.Join(root, "build", "bin", "aws-lambda-rie")
+	if _, err := BuildRIE(ctx, root, testRIE); err != nil {
+		fmt.Fprintln(os.Stderr, "build the emulator:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "gateway-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testEcho = filepath.Join(dir, "echofn", "bootstrap")
+	if err := BuildBootstrap(ctx, root, "./localtest/gateway/testdata/echofn", testEcho); err != nil {
+		fmt.Fprintln(os.Stderr, "build echofn:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// needProcesses skips tests that run real processes under -short.
+func needProcesses(t *testing.T) {
+	t.Helper()
+	if testRIE == "" {
+		t.Skip("-short: no emulator built")
+	}
+}
