@@ -1,0 +1,10 @@
+package dynalite
+
+import "syscall"
+
+// setParentDeathSignal asks Linux to kill dynalite when the process that
+// started it dies without stopping it (a test binary killed by -timeout, for
+// example), so that no server is left behind.
+func setParentDeathSignal(a *syscall.SysProcAttr) {
+	a.Pdeathsig = syscall.SIGKILL
+}
