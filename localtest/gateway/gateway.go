@@ -148,10 +148,14 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 		return message(http.StatusInternalServerError, "Internal Server Error")
 	}
 
-	result, err := g.invoke(r.Context(), rt.fn, payload)
+	timeout := g.timeout
+	if rt.timeout > 0 {
+		timeout = rt.timeout
+	}
+	result, err := invoke(r.Context(), rt.fn, payload, timeout)
 	switch {
 	case errors.Is(err, errIntegrationTimeout):
-		g.log.Printf("%s: %s: no answer within %v", requestID, rt.key, g.timeout)
+		g.log.Printf("%s: %s: no answer within %v", requestID, rt.key, timeout)
 		return message(http.StatusServiceUnavailable, "Service Unavailable")
 	case errors.Is(err, ErrThrottled):
 		g.log.Printf("%s: %s: %v", requestID, rt.key, err)
@@ -172,11 +176,11 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 // integration timeout.
 var errIntegrationTimeout = errors.New("integration timeout")
 
-// invoke calls fn and waits at most the integration timeout. The
+// invoke calls fn and waits at most timeout, the integration timeout. The
 // invocation is not cancelled when the client goes away or the timeout
 // passes: as behind API Gateway, the function runs to its own end.
-func (g *Gateway) invoke(ctx context.Context, fn Invoker, payload []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), g.timeout, errIntegrationTimeout)
+func invoke(ctx context.Context, fn Invoker, payload []byte, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), timeout, errIntegrationTimeout)
 	defer cancel()
 	result, err := fn.Invoke(ctx, payload)
 	if err != nil && ctx.Err() != nil && context.Cause(ctx) == errIntegrationTimeout {

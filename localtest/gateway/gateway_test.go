@@ -484,6 +484,20 @@ func TestInvokeFailures(t *testing.T) {
 		})
 	}
 
+	t.Run("route timeout overrides the gateway's", func(t *testing.T) {
+		fn := &fakeFunction{block: true}
+		g, err := New(Config{Routes: []Route{{Key: "GET /slow", Function: fn, Timeout: 20 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		g.ServeHTTP(rec, httptest.NewRequest("GET", "/slow", nil))
+		if rec.Code != 503 || time.Since(start) > 10*time.Second {
+			t.Errorf("got %d after %v, want 503 after the route's 20ms", rec.Code, time.Since(start))
+		}
+	})
+
 	t.Run("body too large", func(t *testing.T) {
 		fn := &fakeFunction{result: `{"statusCode":200}`}
 		srv, _ := newTestGateway(t, fn, []string{"POST /payments"}, func(c *Config) { c.MaxBodyBytes = 10 })

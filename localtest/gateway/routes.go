@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Invoker runs a function synchronously: payload is the event, the result
@@ -32,6 +33,10 @@ type Route struct {
 
 	// Function is the integration: the function the request is sent to.
 	Function Invoker
+
+	// Timeout is the route's integration timeout. Zero means
+	// Config.IntegrationTimeout.
+	Timeout time.Duration
 }
 
 // segment is one path segment of a route: a literal, a path variable or a
@@ -61,6 +66,7 @@ type route struct {
 	method   string // upper case; "ANY" matches every method
 	segments []segment
 	fn       Invoker
+	timeout  time.Duration // zero: the gateway's
 }
 
 // parseRoute parses r.Key.
@@ -69,13 +75,13 @@ func parseRoute(r Route) (*route, error) {
 		return nil, fmt.Errorf("%w: %q has no function", ErrRoute, r.Key)
 	}
 	if r.Key == "$default" {
-		return &route{key: r.Key, fn: r.Function}, nil
+		return &route{key: r.Key, fn: r.Function, timeout: r.Timeout}, nil
 	}
 	method, path, ok := strings.Cut(r.Key, " ")
 	if !ok || method == "" || method != strings.ToUpper(method) || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%w: %q is not \"METHOD /path\" or \"$default\"", ErrRoute, r.Key)
 	}
-	rt := &route{key: r.Key, method: method, fn: r.Function}
+	rt := &route{key: r.Key, method: method, fn: r.Function, timeout: r.Timeout}
 	if path == "/" {
 		return rt, nil
 	}
