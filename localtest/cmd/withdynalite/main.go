@@ -1,0 +1,185 @@
+// Command withdynalite runs a command with a DynamoDB-compatible endpoint in
+// its environment, starting dynalite for it when needed.
+//
+// Usage:
+//
+//	go run ./localtest/cmd/withdynalite [-v] -- CMD [ARGS...]
+//
+// When AWS_ENDPOINT_URL_DYNAMODB is empty, withdynalite starts dynalite in
+// memory on a free loopback port (see package localtest/dynalite; install it
+// with `make deps`), sets AWS_ENDPOINT_URL_DYNAMODB to it, runs CMD, and
+// stops dynalite when CMD exits or when withdynalite receives SIGINT or
+// SIGTERM (which it passes on to CMD). When AWS_ENDPOINT_URL_DYNAMODB is
+// already set, it starts nothing and runs CMD against that endpoint, so the
+// same tests can run against DynamoDB Local or a real table.
+//
+// When the endpoint is dynalite or another loopback address, withdynalite
+// also sets dummy credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and
+// AWS_REGION=us-east-1, each only if it is not already set. It leaves them
+// alone for any other endpoint, where real credentials are needed.
+//
+// withdynalite exits with CMD's exit code (128+N when CMD died of signal N),
+// 127 when CMD cannot be started, and 1 when dynalite cannot be started.
+//
+// The -v flag copies dynalite's own output to standard error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+)
+
+// Defaults set for a loopback endpoint when the variable is empty.
+var localDefaults = []struct{ name, value string }{
+	{"AWS_ACCESS_KEY_ID", "local"},
+	{"AWS_SECRET_ACCESS_KEY", "local"},
+	{"AWS_REGION", "us-east-1"},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run implements the command and returns its exit code.
+func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("withdynalite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verbose := fs.Bool("v", false, "copy dynalite's output to standard error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: withdynalite [-v] -- CMD [ARGS...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+
+	// Take SIGINT and SIGTERM from now on: dynalite must be stopped
+	// whatever ends the run. They are passed on to CMD once it runs.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	endpoint := getenv(env, dynalite.EnvEndpoint)
+	if endpoint == "" {
+		opts := dynalite.Options{}
+		if *verbose {
+			opts.Output = stderr
+		}
+		srv, err := startDynalite(opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "withdynalite: %v\n", err)
+			return 1
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				fmt.Fprintf(stderr, "withdynalite: stop dynalite: %v\n", err)
+			}
+		}()
+		endpoint = srv.Endpoint()
+		env = setenv(env, dynalite.EnvEndpoint, endpoint)
+		fmt.Fprintf(stderr, "withdynalite: dynalite listening at %s\n", endpoint)
+	} else {
+		fmt.Fprintf(stderr, "withdynalite: using %s=%s\n", dynalite.EnvEndpoint, endpoint)
+	}
+	if isLoopback(endpoint) {
+		for _, d := range localDefaults {
+			if getenv(env, d.name) == "" {
+				env = setenv(env, d.name, d.value)
+			}
+		}
+	}
+
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "withdynalite: %v\n", err)
+		return 127
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			// A Ctrl-C in a terminal reaches CMD too, as it shares our
+			// process group; passing it on again is harmless.
+			_ = cmd.Process.Signal(sig)
+		case err := <-done:
+			return exitCode(err, stderr)
+		}
+	}
+}
+
+// startDynalite starts dynalite, giving up early on SIGINT or SIGTERM.
+func startDynalite(opts dynalite.Options) (*dynalite.Server, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return dynalite.Start(ctx, opts)
+}
+
+// exitCode turns cmd.Wait's error into an exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "withdynalite: %v\n", err)
+		return 1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// isLoopback reports whether endpoint's host is localhost or a loopback IP.
+func isLoopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// getenv returns the last value of name in env, as os/exec does.
+func getenv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// setenv returns env with name set to value, dropping earlier values.
+func setenv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
+}
