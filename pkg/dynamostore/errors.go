@@ -49,11 +49,11 @@ func wrapErr(op, key string, err error) error {
 
 // wrap prefixes err with context, adding dedupe.ErrStoreUnavailable when
 // the failure is transient.
-func wrap(context string, err error) error {
+func wrap(prefix string, err error) error {
 	if transient(err) {
-		return fmt.Errorf("%s: %w: %w", context, dedupe.ErrStoreUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", prefix, dedupe.ErrStoreUnavailable, err)
 	}
-	return fmt.Errorf("%s: %w", context, err)
+	return fmt.Errorf("%s: %w", prefix, err)
 }
 
 // transient reports whether err is a failure worth retrying later.
