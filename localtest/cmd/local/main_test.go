@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lambda-dedupe/dedupe/localtest/gateway"
+)
+
+// Built once by TestMain: this command, and the gateway's echofn test
+// function as every function's bootstrap (these tests are about processes
+// and wiring, not about the functions).
+var testBin, testBootstraps string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	root, err := gateway.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "local-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testBin = filepath.Join(dir, "local")
+	if out, err := exec.Command("go", "build", "-o", testBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		return 1
+	}
+	testBootstraps = filepath.Join(dir, "bootstraps")
+	for _, name := range []string{"api", "reaper"} {
+		if err := gateway.BuildBootstrap(context.Background(), root, "./localtest/gateway/testdata/echofn", filepath.Join(testBootstraps, name, "bootstrap")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// needDynalite skips (or, under CI, fails) when dynalite is not installed.
+func needDynalite(t *testing.T) {
+	t.Helper()
+	root, _ := gateway.ModuleRoot()
+	if _, err := os.Stat(filepath.Join(root, "localtest", "node_modules", ".bin", "dynalite")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("dynalite not installed (run `npm ci --prefix localtest`): %v", err)
+		}
+		t.Skipf("dynalite not installed (run `npm ci --prefix localtest`): %v", err)
+	}
+}
+
+// descendants returns every process below pid, read from /proc.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := bytes.Fields(b[i+1:])
+		if i < 0 || len(f) < 2 {
+			continue
+		}
+		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		pp, _ := strconv.Atoi(string(f[1]))
+		parent[p] = pp
+	}
+	var out []int
+	for p := range parent {
+		for a := parent[p]; a > 1; a = parent[a] {
+			if a == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || !bytes.HasPrefix(bytes.TrimSpace(b[i+1:]), []byte("Z"))
+}
+
+// syncBuffer collects the command's output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestSignalLeavesNoProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to list child processes")
+	}
+	needDynalite(t)
+	tests := []struct {
+		name string
+		sig  os.Signal
+	}{
+		{name: "Ctrl-C", sig: syscall.SIGINT},
+		{name: "SIGTERM", sig: syscall.SIGTERM},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { runAndStop(t, tt.sig) })
+	}
+}
+
+// runAndStop starts the command, checks that it serves, runs the schedule
+// and started its processes, then sends sig and checks that it exits
+// cleanly and no process it started is left.
+func runAndStop(t *testing.T, sig os.Signal) {
+	cmd := exec.Command(testBin, "-port", "0", "-build-dir", testBootstraps, "-reaper-interval", "200ms")
+	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB=") // start dynalite itself
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var out syncBuffer
+	base := make(chan string, 1)
+	scheduled := make(chan struct{}, 1)
+	go func() {
+		urlRE := regexp.MustCompile(`API Gateway \(HTTP API\)\s+(http://\S+)`)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(&out, line)
+			if m := urlRE.FindStringSubmatch(line); m != nil {
+				base <- m[1]
+			}
+			if strings.HasPrefix(line, "[ReaperFunction#1] cold start") {
+				scheduled <- struct{}{}
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+
+	var url string
+	select {
+	case url = <-base:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no banner after 60s\nstdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+	}
+	resp, err := http.Post(url+"/payments", "application/json", strings.NewReader(`{"amount":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("POST /payments: got %d, want 200 from the stand-in function", resp.StatusCode)
+	}
+	select {
+	case <-scheduled:
+	case <-time.After(30 * time.Second):
+		t.Errorf("the scheduled function did not run\n%s", out.String())
+	}
+
+	kids := descendants(cmd.Process.Pid)
+	var names []string
+	for _, pid := range kids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		names = append(names, strings.ReplaceAll(string(comm), "\x00", " "))
+	}
+	joined := strings.Join(names, "\n")
+	for _, want := range []string{"dynalite", "aws-lambda-rie", "api/bootstrap", "reaper/bootstrap"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no %s among the child processes:\n%s", want, joined)
+		}
+	}
+
+	start := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("exit: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30s after %v\n%s", sig, out.String())
+	}
+	t.Logf("stopped %d child processes in %v", len(kids), time.Since(start))
+	for i, pid := range kids {
+		if alive(pid) {
+			t.Errorf("process %d (%s) still running after exit", pid, names[i])
+		}
+	}
+	if !strings.Contains(out.String(), "stopped") {
+		t.Errorf("got output without the final \"stopped\":\n%s", out.String())
+	}
+}
+
+func TestMissingBootstraps(t *testing.T) {
+	cmd := exec.Command(testBin, "-port", "0", "-build-dir", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("got success, want an error\n%s", out)
+	}
+	for _, want := range []string{"missing bootstrap", "api/bootstrap", "reaper/bootstrap", "make build-local"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("got %q, want it to mention %q", out, want)
+		}
+	}
+}
