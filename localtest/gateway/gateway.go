@@ -164,10 +164,13 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 		g.log.Printf("%s: %s: invocation failed: %v", requestID, rt.key, err)
 		return message(http.StatusInternalServerError, "Internal Server Error")
 	}
-	resp, err := mapResult(result)
+	resp, ignored, err := mapResult(result)
 	if err != nil {
 		g.log.Printf("%s: %s: %v", requestID, rt.key, err)
 		return message(http.StatusInternalServerError, "Internal Server Error")
+	}
+	if len(ignored) > 0 {
+		g.log.Printf("%s: %s: warning: multiValueHeaders %v ignored: payload format 2.0 has none (use headers with comma-joined values, and cookies)", requestID, rt.key, ignored)
 	}
 	return resp
 }

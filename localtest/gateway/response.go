@@ -25,19 +25,20 @@ var errBadResponse = errors.New("malformed Lambda proxy response")
 // sends with payload format 2.0:
 //
 //   - a JSON object with a statusCode field is a response object: status,
-//     headers, multiValueHeaders (values appended to those of headers),
-//     cookies (one Set-Cookie each) and the body, base64-decoded when
-//     isBase64Encoded is set;
+//     headers, cookies (one Set-Cookie each) and the body, base64-decoded
+//     when isBase64Encoded is set. Payload format 2.0 has no
+//     multiValueHeaders: like API Gateway, mapResult ignores them, and
+//     reports their names in ignored so that the gateway can warn;
 //   - anything else (any other JSON, even a string or invalid JSON) is the
 //     body of a 200 response with content-type application/json, as API
 //     Gateway infers.
-func mapResult(result []byte) (*response, error) {
+func mapResult(result []byte) (resp *response, ignored []string, err error) {
 	trimmed := bytes.TrimSpace(result)
 	var probe map[string]json.RawMessage
 	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe["statusCode"] == nil {
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
-		return &response{status: http.StatusOK, header: h, body: result}, nil
+		return &response{status: http.StatusOK, header: h, body: result}, nil, nil
 	}
 	var out struct {
 		StatusCode        int                 `json:"statusCode"`
@@ -48,20 +49,16 @@ func mapResult(result []byte) (*response, error) {
 		Cookies           []string            `json:"cookies"`
 	}
 	if err := json.Unmarshal(trimmed, &out); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadResponse, err)
+		return nil, nil, fmt.Errorf("%w: %v", errBadResponse, err)
 	}
 	if out.StatusCode < 100 || out.StatusCode > 599 {
-		return nil, fmt.Errorf("%w: statusCode %d", errBadResponse, out.StatusCode)
+		return nil, nil, fmt.Errorf("%w: statusCode %d", errBadResponse, out.StatusCode)
 	}
 	h := http.Header{}
 	for _, name := range sortedKeys(out.Headers) {
 		h.Add(name, out.Headers[name])
 	}
-	for _, name := range sortedKeys(out.MultiValueHeaders) {
-		for _, v := range out.MultiValueHeaders[name] {
-			h.Add(name, v)
-		}
-	}
+	ignored = sortedKeys(out.MultiValueHeaders)
 	for _, c := range out.Cookies {
 		h.Add("Set-Cookie", c)
 	}
@@ -71,12 +68,12 @@ func mapResult(result []byte) (*response, error) {
 		if out.IsBase64Encoded {
 			b, err := base64.StdEncoding.DecodeString(*out.Body)
 			if err != nil {
-				return nil, fmt.Errorf("%w: body is not base64: %v", errBadResponse, err)
+				return nil, nil, fmt.Errorf("%w: body is not base64: %v", errBadResponse, err)
 			}
 			body = b
 		}
 	}
-	return &response{status: out.StatusCode, header: h, body: body}, nil
+	return &response{status: out.StatusCode, header: h, body: body}, ignored, nil
 }
 
 // message returns one of API Gateway's own answers, {"message": text}.
