@@ -21,7 +21,8 @@ var errNotJSON = errors.New("dedupe: not valid JSON")
 //
 //   - insignificant whitespace is dropped;
 //   - object members are sorted by key (bytewise on the decoded UTF-8
-//     key; members with equal keys by their canonical value);
+//     key); members with equal keys keep their order, since decoders that
+//     keep the last of them see different values otherwise;
 //   - strings are decoded and re-encoded with the minimal escaping (only
 //     '"', '\\' and control characters are escaped);
 //   - numbers are kept exactly as written: 1 and 1.0 stay different, and
@@ -33,7 +34,7 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 		return nil, errNotJSON
 	}
 	c := canonicalizer{src: data}
-	return c.value(make([]byte, 0, len(data))), nil
+	return c.canonical(make([]byte, 0, len(data))), nil
 }
 
 // Fingerprint returns the hex SHA-256 fingerprint of a request made of
@@ -65,7 +66,7 @@ func appendPart(buf []byte, p string) []byte {
 func appendBody(buf, body []byte) []byte {
 	if json.Valid(body) {
 		c := canonicalizer{src: body}
-		return c.value(append(buf, 'j'))
+		return c.canonical(append(buf, 'j'))
 	}
 	return append(append(buf, 'r'), body...)
 }
@@ -76,16 +77,36 @@ func sumHex(buf []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// canonicalizer walks a JSON text already checked by json.Valid and
-// appends its canonical form. It never fails, because its input is valid.
+// canonicalizer turns a JSON text already checked by json.Valid into its
+// canonical form. It cannot fail, because its input is valid.
+//
+// It works in two passes so that the cost stays O(n log n) however deep
+// the nesting: parse builds a flat tree in which only containers, object
+// members and runs of scalars are nodes (scalars are written, canonical,
+// into an arena as they are met), and emit writes the tree out once,
+// sorting each object's members on the way. Copying each object's
+// canonical text into its parent instead would be quadratic in the depth.
 type canonicalizer struct {
-	src []byte
-	pos int
+	src   []byte
+	pos   int
+	arena []byte  // canonical scalars and decoded keys
+	nodes []cnode // the tree
+	kids  []int   // children of every container, contiguous per container
+	stack []int   // children of the containers being parsed
 }
 
-// span locates one object member in an object's scratch buffer: the
-// decoded key is scratch[k:v], the canonical value scratch[v:end].
-type span struct{ k, v, end int }
+// cnode is one node of the tree.
+type cnode struct {
+	kind     byte // '{' object, '[' array, 's' scalars
+	lo, hi   int  // containers: kids[lo:hi]; scalars: arena[lo:hi]
+	klo, khi int  // object members: the decoded key in arena[klo:khi]
+}
+
+// canonical appends the canonical form of c.src to dst.
+func (c *canonicalizer) canonical(dst []byte) []byte {
+	c.arena = make([]byte, 0, len(c.src))
+	return c.emit(dst, c.value())
+}
 
 func (c *canonicalizer) skipSpace() {
 	for c.pos < len(c.src) {
@@ -98,15 +119,75 @@ func (c *canonicalizer) skipSpace() {
 	}
 }
 
-// value appends the canonical form of the value at c.pos to dst.
-func (c *canonicalizer) value(dst []byte) []byte {
+// value parses the value at c.pos and returns its node.
+func (c *canonicalizer) value() int {
 	c.skipSpace()
 	switch c.src[c.pos] {
-	case '{':
-		return c.object(dst)
-	case '[':
-		return c.array(dst)
-	case '"':
+	case '{', '[':
+		return c.container()
+	}
+	lo := len(c.arena)
+	c.arena = c.scalar(c.arena)
+	c.nodes = append(c.nodes, cnode{kind: 's', lo: lo, hi: len(c.arena)})
+	return len(c.nodes) - 1
+}
+
+// container parses the object or array at c.pos.
+func (c *canonicalizer) container() int {
+	kind := c.src[c.pos]
+	c.pos++
+	self := len(c.nodes)
+	c.nodes = append(c.nodes, cnode{kind: kind})
+	base := len(c.stack)
+	for {
+		c.skipSpace()
+		switch c.src[c.pos] {
+		case '}', ']':
+			c.pos++
+			lo := len(c.kids)
+			c.kids = append(c.kids, c.stack[base:]...)
+			c.stack = c.stack[:base]
+			c.nodes[self].lo, c.nodes[self].hi = lo, len(c.kids)
+			return self
+		case ',':
+			c.pos++
+			c.skipSpace()
+		}
+		if kind == '{' {
+			klo := len(c.arena)
+			c.arena = c.str(c.arena)
+			khi := len(c.arena)
+			c.skipSpace()
+			c.pos++ // ':'
+			child := c.value()
+			c.nodes[child].klo, c.nodes[child].khi = klo, khi
+			c.stack = append(c.stack, child)
+			continue
+		}
+		// In arrays, consecutive scalars share one node: "1,2,3".
+		prev := -1
+		if len(c.stack) > base {
+			prev = c.stack[len(c.stack)-1]
+		}
+		if prev >= 0 && c.nodes[prev].kind == 's' && c.nodes[prev].hi == len(c.arena) {
+			c.arena = append(c.arena, ',')
+			child := c.value()
+			if n := c.nodes[child]; n.kind == 's' && n.lo == c.nodes[prev].hi+1 {
+				c.nodes[prev].hi = n.hi
+				c.nodes = c.nodes[:child]
+				continue
+			}
+			c.stack = append(c.stack, child)
+			continue
+		}
+		c.stack = append(c.stack, c.value())
+	}
+}
+
+// scalar appends the canonical form of the string, number or literal at
+// c.pos to dst.
+func (c *canonicalizer) scalar(dst []byte) []byte {
+	if c.src[c.pos] == '"' {
 		// Without escapes a valid JSON string is already canonical.
 		end := c.pos + 1
 		for c.src[end] != '"' && c.src[end] != '\\' {
@@ -118,80 +199,57 @@ func (c *canonicalizer) value(dst []byte) []byte {
 			return dst
 		}
 		return appendString(dst, c.str(nil))
-	default: // number, true, false, null: copied as written
-		start := c.pos
-		for c.pos < len(c.src) {
-			switch c.src[c.pos] {
-			case ',', ']', '}', ' ', '\t', '\n', '\r':
-				return append(dst, c.src[start:c.pos]...)
-			}
-			c.pos++
-		}
-		return append(dst, c.src[start:c.pos]...)
 	}
+	// Numbers and literals are copied as written.
+	start := c.pos
+	for c.pos < len(c.src) {
+		switch c.src[c.pos] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return append(dst, c.src[start:c.pos]...)
+		}
+		c.pos++
+	}
+	return append(dst, c.src[start:c.pos]...)
 }
 
-func (c *canonicalizer) object(dst []byte) []byte {
-	c.pos++ // '{'
-	var scratch []byte
-	var members []span
-	for {
-		c.skipSpace()
-		if c.src[c.pos] == '}' {
-			c.pos++
-			break
-		}
-		if c.src[c.pos] == ',' {
-			c.pos++
-			c.skipSpace()
-		}
-		var m span
-		m.k = len(scratch)
-		scratch = c.str(scratch)
-		m.v = len(scratch)
-		c.skipSpace()
-		c.pos++ // ':'
-		scratch = c.value(scratch)
-		m.end = len(scratch)
-		members = append(members, m)
+// emit appends node i to dst, sorting object members by key. Members with
+// equal keys keep their order: under last-wins decoding, {"a":1,"a":2} and
+// {"a":2,"a":1} are different values.
+func (c *canonicalizer) emit(dst []byte, i int) []byte {
+	n := c.nodes[i]
+	if n.kind == 's' {
+		return append(dst, c.arena[n.lo:n.hi]...)
 	}
-	slices.SortFunc(members, func(a, b span) int {
-		if n := bytes.Compare(scratch[a.k:a.v], scratch[b.k:b.v]); n != 0 {
+	kids := c.kids[n.lo:n.hi]
+	if n.kind == '[' {
+		dst = append(dst, '[')
+		for j, k := range kids {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = c.emit(dst, k)
+		}
+		return append(dst, ']')
+	}
+	// Node indices grow in source order, so they break ties stably.
+	slices.SortFunc(kids, func(a, b int) int {
+		na, nb := &c.nodes[a], &c.nodes[b]
+		if n := bytes.Compare(c.arena[na.klo:na.khi], c.arena[nb.klo:nb.khi]); n != 0 {
 			return n
 		}
-		return bytes.Compare(scratch[a.v:a.end], scratch[b.v:b.end])
+		return a - b
 	})
 	dst = append(dst, '{')
-	for i, m := range members {
-		if i > 0 {
+	for j, k := range kids {
+		if j > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, scratch[m.k:m.v])
+		m := &c.nodes[k]
+		dst = appendString(dst, c.arena[m.klo:m.khi])
 		dst = append(dst, ':')
-		dst = append(dst, scratch[m.v:m.end]...)
+		dst = c.emit(dst, k)
 	}
 	return append(dst, '}')
-}
-
-func (c *canonicalizer) array(dst []byte) []byte {
-	c.pos++ // '['
-	dst = append(dst, '[')
-	first := true
-	for {
-		c.skipSpace()
-		switch c.src[c.pos] {
-		case ']':
-			c.pos++
-			return append(dst, ']')
-		case ',':
-			c.pos++
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = c.value(dst)
-	}
 }
 
 // str decodes the string at c.pos (which starts with '"') and appends the

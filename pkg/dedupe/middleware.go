@@ -22,11 +22,13 @@ import (
 // the handler unchanged.
 //
 // A fresh response is streamed to the client as the handler writes it and
-// recorded at the same time: status, the headers at the time of
-// WriteHeader, and the body. A replay writes those back with
-// Idempotent-Replayed: true. Informational (1xx) responses and trailers
-// are not recorded. A panic in the handler is re-raised after the key is
-// released.
+// recorded at the same time: status, the headers as the server sends them
+// (frozen at WriteHeader, plus the Content-Type net/http sniffs when the
+// handler set none), and the body. A replay writes those back with
+// Idempotent-Replayed: true; only the server's own Date and framing
+// (chunked or Content-Length) may differ. Informational (1xx) responses
+// and trailers are not recorded. A panic in the handler is re-raised after
+// the key is released.
 func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 	core := newHTTPCore(g, cfg)
 	return func(next http.Handler) http.Handler {
@@ -123,25 +125,36 @@ func (e *stdEvent) body(limit int64) ([]byte, bool, error) {
 
 func (e *stdEvent) raw() any { return e.r }
 
-// recorder passes a response through to the client and records it.
+// recorder passes a response through to the client and records it as
+// the server sends it.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	header http.Header
-	body   []byte
+	status  int
+	header  http.Header // as cloned when the status was written
+	body    []byte
+	flushed int // body bytes written before the first flush; -1: none
 }
 
 func (rec *recorder) WriteHeader(code int) {
 	if rec.status == 0 && code >= 200 {
-		rec.status = code
-		rec.header = rec.ResponseWriter.Header().Clone()
+		rec.begin(code)
 	}
 	rec.ResponseWriter.WriteHeader(code)
 }
 
+// begin records the status and the headers, which net/http freezes at
+// this point too.
+func (rec *recorder) begin(code int) {
+	rec.status = code
+	rec.header = rec.ResponseWriter.Header().Clone()
+	rec.flushed = -1
+}
+
 func (rec *recorder) Write(p []byte) (int, error) {
 	if rec.status == 0 {
-		rec.WriteHeader(http.StatusOK)
+		// An implicit 200: let the server write it, so it sniffs the
+		// Content-Type exactly as without the middleware.
+		rec.begin(http.StatusOK)
 	}
 	rec.body = append(rec.body, p...)
 	return rec.ResponseWriter.Write(p)
@@ -150,7 +163,10 @@ func (rec *recorder) Write(p []byte) (int, error) {
 // Flush implements http.Flusher when the underlying writer does.
 func (rec *recorder) Flush() {
 	if rec.status == 0 {
-		rec.WriteHeader(http.StatusOK)
+		rec.begin(http.StatusOK)
+	}
+	if rec.flushed < 0 {
+		rec.flushed = len(rec.body)
 	}
 	http.NewResponseController(rec.ResponseWriter).Flush()
 }
@@ -158,11 +174,27 @@ func (rec *recorder) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
-// result returns what was recorded; a handler that wrote nothing sent an
-// empty 200.
+// result returns the response as it went out. net/http adds a sniffed
+// Content-Type when the handler set none (and did not suppress it with a
+// nil value) and wrote a body, from the data of the first chunk it sends;
+// the result carries it so a replay sends the same header. A handler that
+// wrote nothing sent an empty 200.
 func (rec *recorder) result() Result {
 	if rec.status == 0 {
 		return Result{StatusCode: http.StatusOK, Headers: rec.ResponseWriter.Header().Clone()}
 	}
-	return Result{StatusCode: rec.status, Headers: rec.header, Body: rec.body}
+	h := rec.header
+	if _, set := h["Content-Type"]; !set && len(rec.body) > 0 && h.Get("Transfer-Encoding") == "" && bodyAllowed(rec.status) {
+		first := rec.body
+		if rec.flushed > 0 {
+			first = first[:rec.flushed]
+		}
+		h.Set("Content-Type", http.DetectContentType(first))
+	}
+	return Result{StatusCode: rec.status, Headers: h, Body: rec.body}
+}
+
+// bodyAllowed reports whether a response with status may have a body.
+func bodyAllowed(status int) bool {
+	return status != http.StatusNoContent && status != http.StatusNotModified && (status < 100 || status >= 200)
 }

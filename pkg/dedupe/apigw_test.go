@@ -1,0 +1,234 @@
+package dedupe_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/memstore"
+)
+
+func TestDefaultPrincipal(t *testing.T) {
+	v2 := func(name string) any {
+		var ev events.APIGatewayV2HTTPRequest
+		fixture(t, name, &ev)
+		return &ev
+	}
+	v1 := func(name string) any {
+		var ev events.APIGatewayProxyRequest
+		fixture(t, name, &ev)
+		return &ev
+	}
+	url := func(name string) any {
+		var ev events.LambdaFunctionURLRequest
+		fixture(t, name, &ev)
+		return &ev
+	}
+	const iss = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Xmpl4bc12"
+	const v1iss = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Xmpl9de34"
+	noAuth := v2("apigw-v2-jwt.json").(*events.APIGatewayV2HTTPRequest)
+	noAuth.RequestContext.Authorizer = nil
+	urlNone := url("function-url-iam.json").(*events.LambdaFunctionURLRequest)
+	urlNone.RequestContext.Authorizer = nil
+	v1Pool := v1("apigw-v1-iam.json").(*events.APIGatewayProxyRequest)
+	v1Pool.RequestContext.Identity = events.APIGatewayRequestIdentity{CognitoIdentityID: "us-east-1:5f1e3c2a-xmpl", UserArn: "arn:aws:sts::123456789012:assumed-role/Cognito_Auth/CognitoIdentityCredentials"}
+	v1Key := v1("apigw-v1-iam.json").(*events.APIGatewayProxyRequest)
+	v1Key.RequestContext.Identity = events.APIGatewayRequestIdentity{APIKeyID: "k3xmpl9a1b"}
+
+	tests := []struct {
+		name string
+		req  any
+		want string
+	}{
+		{"HTTP API JWT authorizer", v2("apigw-v2-jwt.json"), "jwt:" + strconv.Itoa(len(iss)) + ":" + iss + "user-alice"},
+		{"HTTP API Lambda authorizer", v2("apigw-v2-lambda-authorizer.json"), "lambda:tenant-17/user-342"},
+		{"HTTP API IAM", v2("apigw-v2-iam.json"), "iam:arn:aws:sts::123456789012:assumed-role/uploader/uploader-session"},
+		{"HTTP API without authorizer", noAuth, ""},
+		{"REST API Cognito user pool", v1("apigw-v1-cognito.json"), "jwt:" + strconv.Itoa(len(v1iss)) + ":" + v1iss + "user-alice"},
+		{"REST API Lambda authorizer", v1("apigw-v1-lambda-authorizer.json"), "lambda:tenant-17/user-342"},
+		{"REST API IAM user", v1("apigw-v1-iam.json"), "iam:arn:aws:iam::123456789012:user/uploader"},
+		{"REST API Cognito identity", v1Pool, "cognito-identity:us-east-1:5f1e3c2a-xmpl"},
+		{"REST API key", v1Key, "apikey:k3xmpl9a1b"},
+		{"Function URL IAM", url("function-url-iam.json"), "iam:arn:aws:sts::123456789012:assumed-role/payments-client/alice"},
+		{"Function URL auth NONE", urlNone, ""},
+		{"net/http", httptest.NewRequest("POST", "/payments", nil), ""},
+		{"unknown type", "nope", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dedupe.DefaultPrincipal(tt.req); got != tt.want {
+				t.Errorf("DefaultPrincipal = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHTTPAPIReplayEvent checks the replayed event itself, not only what a
+// client sees: base64 flag, cookies field, headers.
+func TestHTTPAPIReplayEvent(t *testing.T) {
+	var ev events.APIGatewayV2HTTPRequest
+	fixture(t, "apigw-v2-iam.json", &ev) // $default route, base64 PNG body
+	runs := 0
+	first := events.APIGatewayV2HTTPResponse{
+		StatusCode:      201,
+		Headers:         map[string]string{"Content-Type": "image/png", "ETag": `"v1"`},
+		Cookies:         []string{"upload=9921; Secure", "seen=1"},
+		Body:            "iVBORw0KGgoAAAANSUhEUg==",
+		IsBase64Encoded: true,
+	}
+	h := dedupe.HTTPAPI(dedupe.New(memstore.New(), nil), nil, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		runs++
+		if req.Body != ev.Body || !req.IsBase64Encoded {
+			t.Errorf("handler got body %q (base64 %v), want the event's", req.Body, req.IsBase64Encoded)
+		}
+		return first, nil
+	})
+	got, err := h(context.Background(), ev)
+	if err != nil || !reflect.DeepEqual(got, first) {
+		t.Fatalf("fresh response = %+v, %v; want the handler's own %+v", got, err, first)
+	}
+	replay, err := h(context.Background(), ev)
+	want := first
+	want.Headers = map[string]string{"Content-Type": "image/png", "ETag": `"v1"`, dedupe.HeaderReplayed: "true"}
+	if err != nil || runs != 1 || !reflect.DeepEqual(replay, want) {
+		t.Errorf("replay = %+v, %v after %d runs; want %+v after 1", replay, err, runs, want)
+	}
+}
+
+// TestHTTPAPIStoredText checks that a text body is replayed as text, even
+// one that would only survive JSON as base64: exactly as first sent.
+func TestHTTPAPIStoredText(t *testing.T) {
+	var ev events.APIGatewayV2HTTPRequest
+	fixture(t, "apigw-v2-jwt.json", &ev)
+	for _, tt := range []struct {
+		name   string
+		body   string
+		base64 bool
+	}{
+		{"utf-8 text", `{"id":"pay_1","note":"café ☕"}`, false},
+		{"empty", "", false},
+		{"base64 without padding kept verbatim", "aGk", true},
+		{"base64 with padding", "aGk=", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: tt.body, IsBase64Encoded: tt.base64}
+			h := dedupe.HTTPAPI(dedupe.New(memstore.New(), nil), nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				return resp, nil
+			})
+			h(context.Background(), ev)
+			replay, _ := h(context.Background(), ev)
+			if replay.Body != tt.body || replay.IsBase64Encoded != tt.base64 || replay.Headers[dedupe.HeaderReplayed] != "true" {
+				t.Errorf("replay body %q base64 %v (%v), want %q base64 %v", replay.Body, replay.IsBase64Encoded, replay.Headers, tt.body, tt.base64)
+			}
+		})
+	}
+}
+
+// TestAPIGatewayTargets checks how the route key, path parameters and query
+// scope and fingerprint requests.
+func TestAPIGatewayTargets(t *testing.T) {
+	type variant func(*events.APIGatewayV2HTTPRequest)
+	tests := []struct {
+		name     string
+		fixture  string
+		routeKey string // of both requests; "" keeps the fixture's
+		second   variant
+		status   int // of the second request; the first is always fresh
+		runs     int
+	}{
+		{"same request replays", "apigw-v2-lambda-authorizer.json", "", func(*events.APIGatewayV2HTTPRequest) {}, 200, 1},
+		{"other path parameter is 422", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.PathParameters = map[string]string{"id": "ord_1002"}
+			e.RawPath = "/orders/ord_1002"
+		}, 422, 1},
+		{"other query is 422", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.QueryStringParameters = map[string]string{"notify": "email"}
+		}, 422, 1},
+		{"other stage, same route key replays", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Stage = "v2"
+		}, 200, 1},
+		{"other principal runs again", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.Lambda["principalId"] = "tenant-18/user-342"
+		}, 200, 2},
+		{"$default route, same path replays", "apigw-v2-iam.json", "", func(*events.APIGatewayV2HTTPRequest) {}, 200, 1},
+		{"$default route is scoped by raw path", "apigw-v2-iam.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RawPath = "/uploads/banner.png"
+		}, 200, 2},
+		{"ANY route is scoped by the actual method", "apigw-v2-iam.json", "ANY /uploads/{file}", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.HTTP.Method = "PUT"
+		}, 200, 2},
+		{"ANY route, same method replays", "apigw-v2-iam.json", "ANY /uploads/{file}", func(*events.APIGatewayV2HTTPRequest) {}, 200, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var first, second events.APIGatewayV2HTTPRequest
+			fixture(t, tt.fixture, &first)
+			fixture(t, tt.fixture, &second)
+			if tt.routeKey != "" {
+				first.RouteKey, second.RouteKey = tt.routeKey, tt.routeKey
+			}
+			tt.second(&second)
+			runs := 0
+			h := dedupe.HTTPAPI(dedupe.New(memstore.New(), nil), nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+			})
+			if r, _ := h(context.Background(), first); r.StatusCode != 200 {
+				t.Fatalf("first request: status %d, want 200", r.StatusCode)
+			}
+			r, err := h(context.Background(), second)
+			if err != nil || r.StatusCode != tt.status || runs != tt.runs {
+				t.Errorf("second request: status %d, %v after %d runs; want %d after %d", r.StatusCode, err, runs, tt.status, tt.runs)
+			}
+		})
+	}
+}
+
+func TestRESTAPIMultiValue(t *testing.T) {
+	var ev events.APIGatewayProxyRequest
+	fixture(t, "apigw-v1-lambda-authorizer.json", &ev)
+	runs := 0
+	first := events.APIGatewayProxyResponse{
+		StatusCode:        200,
+		Headers:           map[string]string{"Content-Type": "application/json", "X-Version": "1", "Vary": "Origin"},
+		MultiValueHeaders: map[string][]string{"Set-Cookie": {"a=1", "b=2"}, "X-Version": {"1", "2"}},
+		Body:              `{"status":"shipped"}`,
+	}
+	h := dedupe.RESTAPI(dedupe.New(memstore.New(), nil), nil, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		runs++
+		return first, nil
+	})
+	if got, err := h(context.Background(), ev); err != nil || !reflect.DeepEqual(got, first) {
+		t.Fatalf("fresh response = %+v, %v; want the handler's own", got, err)
+	}
+	replay, _ := h(context.Background(), ev)
+	want := events.APIGatewayProxyResponse{
+		StatusCode:        200,
+		Headers:           map[string]string{"Content-Type": "application/json", "Vary": "Origin", dedupe.HeaderReplayed: "true"},
+		MultiValueHeaders: map[string][]string{"Set-Cookie": {"a=1", "b=2"}, "X-Version": {"1", "2"}},
+		Body:              `{"status":"shipped"}`,
+	}
+	if runs != 1 || !reflect.DeepEqual(replay, want) {
+		t.Errorf("replay = %+v after %d runs, want %+v after 1", replay, runs, want)
+	}
+
+	// Path parameters and multi-value query parameters are fingerprinted.
+	for _, change := range []func(*events.APIGatewayProxyRequest){
+		func(e *events.APIGatewayProxyRequest) { e.PathParameters = map[string]string{"id": "ord_1002"} },
+		func(e *events.APIGatewayProxyRequest) {
+			e.MultiValueQueryStringParameters = map[string][]string{"notify": {"sms", "email"}}
+		},
+	} {
+		var other events.APIGatewayProxyRequest
+		fixture(t, "apigw-v1-lambda-authorizer.json", &other)
+		change(&other)
+		if r, _ := h(context.Background(), other); r.StatusCode != 422 {
+			t.Errorf("changed request: status %d, want 422", r.StatusCode)
+		}
+	}
+}
