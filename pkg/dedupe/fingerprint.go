@@ -33,8 +33,7 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	if !json.Valid(data) {
 		return nil, errNotJSON
 	}
-	c := canonicalizer{src: data}
-	return c.canonical(make([]byte, 0, len(data))), nil
+	return canonicalJSON(make([]byte, 0, len(data)), data), nil
 }
 
 // Fingerprint returns the hex SHA-256 fingerprint of a request made of
@@ -65,8 +64,7 @@ func appendPart(buf []byte, p string) []byte {
 // appended, since it carries no length prefix.
 func appendBody(buf, body []byte) []byte {
 	if json.Valid(body) {
-		c := canonicalizer{src: body}
-		return c.canonical(append(buf, 'j'))
+		return canonicalJSON(append(buf, 'j'), body)
 	}
 	return append(append(buf, 'r'), body...)
 }
@@ -74,7 +72,9 @@ func appendBody(buf, body []byte) []byte {
 // sumHex returns the SHA-256 of buf in hex.
 func sumHex(buf []byte) string {
 	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // canonicalizer turns a JSON text already checked by json.Valid into its
@@ -95,6 +95,23 @@ type canonicalizer struct {
 	stack []int   // children of the containers being parsed
 }
 
+// canonicalJSON appends the canonical form of src, which must be valid
+// JSON, to dst. Every buffer is sized up front from a count of the
+// punctuation, an upper bound of the node count, so none grows.
+func canonicalJSON(dst, src []byte) []byte {
+	n := 1 + bytes.Count(src, []byte{','}) + bytes.Count(src, []byte{':'}) +
+		bytes.Count(src, []byte{'['}) + bytes.Count(src, []byte{'{'})
+	ints := make([]int, 2*n)
+	c := canonicalizer{
+		src:   src,
+		arena: make([]byte, 0, len(src)+16),
+		nodes: make([]cnode, 0, n),
+		kids:  ints[:0:n],
+		stack: ints[n:n],
+	}
+	return c.canonical(dst)
+}
+
 // cnode is one node of the tree.
 type cnode struct {
 	kind     byte // '{' object, '[' array, 's' scalars
@@ -104,7 +121,6 @@ type cnode struct {
 
 // canonical appends the canonical form of c.src to dst.
 func (c *canonicalizer) canonical(dst []byte) []byte {
-	c.arena = make([]byte, 0, len(c.src))
 	return c.emit(dst, c.value())
 }
 

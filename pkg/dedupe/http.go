@@ -414,14 +414,19 @@ func isSetCookie(name string) bool { return strings.EqualFold(name, "Set-Cookie"
 // Set-Cookie spelling goes under "Set-Cookie".
 func eventHeaders(single map[string]string, multi map[string][]string, cookies []string) map[string][]string {
 	h := make(map[string][]string, len(single)+len(multi)+1)
+	// One backing array for the single values; capacity-limited slices
+	// keep a later append from overwriting a neighbour.
+	vals := make([]string, 0, len(single))
 	for k, v := range single {
 		if slices.Contains(multi[k], v) {
 			continue
 		}
 		if isSetCookie(k) {
-			k = "Set-Cookie"
+			h["Set-Cookie"] = append(h["Set-Cookie"], v)
+			continue
 		}
-		h[k] = append(h[k], v)
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	for k, vs := range multi {
 		if isSetCookie(k) {

@@ -127,7 +127,14 @@ func scopeKey(route, principal, key string) string {
 	if principal == "" {
 		b.WriteByte('-')
 	} else {
-		sum := sha256.Sum256([]byte(principal))
+		// Principals are short: hash through a stack buffer.
+		var buf [128]byte
+		var sum [sha256.Size]byte
+		if len(principal) <= len(buf) {
+			sum = sha256.Sum256(buf[:copy(buf[:], principal)])
+		} else {
+			sum = sha256.Sum256([]byte(principal))
+		}
 		var h [32]byte
 		hex.Encode(h[:], sum[:16])
 		b.Write(h[:])

@@ -1,0 +1,213 @@
+package dedupe_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/memstore"
+)
+
+type receipt struct {
+	ID     string `json:"id"`
+	Amount int64  `json:"amount"`
+}
+
+func TestRunJSON(t *testing.T) {
+	ctx := context.Background()
+	g := dedupe.New(memstore.New(), nil)
+	runs := 0
+	charge := func(ctx context.Context) (receipt, error) {
+		runs++
+		return receipt{ID: "pay_1", Amount: 1250}, nil
+	}
+	tests := []struct {
+		name    string
+		key     string
+		payload string
+		fn      func(context.Context) (receipt, error)
+		want    receipt
+		wantErr error
+		runs    int
+	}{
+		{"fresh run", "evt-1", `{"amount":1250,"currency":"EUR"}`, charge, receipt{"pay_1", 1250}, nil, 1},
+		{"duplicate replays the stored value", "evt-1", `{"amount":1250,"currency":"EUR"}`, charge, receipt{"pay_1", 1250}, nil, 1},
+		{"re-serialised payload replays", "evt-1", "{\"currency\": \"EUR\",\n \"amount\": 1250}", charge, receipt{"pay_1", 1250}, nil, 1},
+		{"other payload is a conflict", "evt-1", `{"amount":1251,"currency":"EUR"}`, charge, receipt{}, dedupe.ErrFingerprintMismatch, 1},
+		{"error releases the key", "evt-2", `{}`, func(context.Context) (receipt, error) {
+			runs++
+			return receipt{}, errors.New("processor down")
+		}, receipt{}, nil, 2},
+		{"retry after error runs", "evt-2", `{}`, charge, receipt{"pay_1", 1250}, nil, 3},
+		{"non-JSON payload hashed raw", "evt-3", `amount=1`, charge, receipt{"pay_1", 1250}, nil, 4},
+	}
+	for _, tt := range tests {
+		got, err := dedupe.RunJSON(ctx, g, tt.key, []byte(tt.payload), tt.fn)
+		switch {
+		case tt.name == "error releases the key":
+			if err == nil || runs != tt.runs {
+				t.Errorf("%s: err = %v after %d runs, want the function's error after %d", tt.name, err, runs, tt.runs)
+			}
+		case (tt.wantErr == nil) != (err == nil) || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)):
+			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.wantErr)
+		case got != tt.want || runs != tt.runs:
+			t.Errorf("%s: got %+v after %d runs, want %+v after %d", tt.name, got, runs, tt.want, tt.runs)
+		}
+	}
+}
+
+func TestRunJSONUnencodable(t *testing.T) {
+	g := dedupe.New(memstore.New(), nil)
+	runs := 0
+	fn := func(context.Context) (chan int, error) { runs++; return make(chan int), nil }
+	for range 2 {
+		if _, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn); err == nil {
+			t.Fatal("RunJSON of a channel: got nil error, want an encoding error")
+		}
+	}
+	if runs != 2 {
+		t.Errorf("runs = %d, want 2 (the key is released after the encoding error)", runs)
+	}
+}
+
+func TestRunJSONUnrecorded(t *testing.T) {
+	fs := &faultyStore{Store: memstore.New(), omitOver: 5}
+	g := dedupe.New(fs, nil)
+	runs := 0
+	fn := func(context.Context) (string, error) { runs++; return "a long value", nil }
+	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	if v != "a long value" || !errors.Is(err, dedupe.ErrResultTooLarge) {
+		t.Errorf("fresh run = %q, %v; want the value and ErrResultTooLarge", v, err)
+	}
+	v, err = dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	if v != "" || !errors.Is(err, dedupe.ErrResultOmitted) || runs != 1 {
+		t.Errorf("duplicate = %q, %v after %d runs; want ErrResultOmitted after 1", v, err, runs)
+	}
+}
+
+func sqsFixture(t *testing.T) events.SQSEvent {
+	var ev events.SQSEvent
+	fixture(t, "sqs-event.json", &ev)
+	return ev
+}
+
+func failedIDs(r events.SQSEventResponse) []string {
+	var ids []string
+	for _, f := range r.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	return ids
+}
+
+func TestSQSBatch(t *testing.T) {
+	ctx := context.Background()
+	ev := sqsFixture(t)
+	id1, id2 := ev.Records[0].MessageId, ev.Records[1].MessageId
+
+	t.Run("each message runs once", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		var seen []string
+		fn := func(_ context.Context, m events.SQSMessage) error { seen = append(seen, m.MessageId); return nil }
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+			t.Errorf("failures = %v, want none", got)
+		}
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+			t.Errorf("redelivery failures = %v, want none", got)
+		}
+		// The producer sent message 1 again: new message ID, same key.
+		again := sqsFixture(t)
+		again.Records[0].MessageId = "9d0c7b2e-resent"
+		again.Records[1].MessageId = "4e5f6a7b-resent"
+		dedupe.SQSBatch(ctx, g, again, nil, fn)
+		if want := []string{id1, id2, "4e5f6a7b-resent"}; !slices.Equal(seen, want) {
+			t.Errorf("processed %v, want %v", seen, want)
+		}
+	})
+
+	t.Run("failures are reported and retried", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		calls := 0
+		fn := func(_ context.Context, m events.SQSMessage) error {
+			calls++
+			if m.MessageId == id1 && calls == 1 {
+				return errors.New("downstream timeout")
+			}
+			return nil
+		}
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1}) {
+			t.Errorf("failures = %v, want [%s]", got, id1)
+		}
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil || calls != 3 {
+			t.Errorf("retry: failures = %v after %d calls, want none after 3", got, calls)
+		}
+	})
+
+	t.Run("in-progress message is retried later", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		var inner events.SQSEventResponse
+		nested := false
+		fn := func(ctx context.Context, m events.SQSMessage) error {
+			if m.MessageId == id1 && !nested {
+				nested = true
+				inner = dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+			}
+			return nil
+		}
+		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		if got := failedIDs(inner); !slices.Equal(got, []string{id1}) {
+			t.Errorf("concurrent delivery failures = %v, want [%s]", got, id1)
+		}
+	})
+
+	t.Run("same key with another body fails", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		fn := func(context.Context, events.SQSMessage) error { return nil }
+		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		changed := sqsFixture(t)
+		changed.Records[0].Body = `{"orderId":"ord_1001","amount":1,"currency":"EUR"}`
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, changed, nil, fn)); !slices.Equal(got, []string{id1}) {
+			t.Errorf("failures = %v, want [%s]", got, id1)
+		}
+	})
+
+	t.Run("FIFO stops at the first failure", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		fifo := sqsFixture(t)
+		for i := range fifo.Records {
+			fifo.Records[i].EventSourceARN += ".fifo"
+		}
+		calls := 0
+		fn := func(context.Context, events.SQSMessage) error { calls++; return errors.New("nope") }
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, fifo, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 1 {
+			t.Errorf("failures = %v after %d calls, want [%s %s] after 1", got, calls, id1, id2)
+		}
+	})
+
+	t.Run("store down fails every message", func(t *testing.T) {
+		g := dedupe.New(&faultyStore{Store: memstore.New(), claimErr: errStoreDown}, nil)
+		calls := 0
+		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 0 {
+			t.Errorf("failures = %v after %d calls, want both after 0", got, calls)
+		}
+	})
+
+	t.Run("custom and empty keys", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), nil)
+		cfg := &dedupe.SQSConfig{Key: func(m events.SQSMessage) string {
+			if m.MessageId == id2 {
+				return ""
+			}
+			return "order:" + m.MessageId
+		}}
+		calls := 0
+		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
+		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)); !slices.Equal(got, []string{id2}) || calls != 1 {
+			t.Errorf("failures = %v after %d calls, want [%s] after 1", got, calls, id2)
+		}
+	})
+}
