@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -531,27 +532,41 @@ func statusOnce(status int) func(int32, []byte) (reply, error) {
 	}
 }
 
-// env is one scenario's world: a store, a clock, a guard and an adapter.
-type env struct {
-	t      *testing.T
-	clock  *testClock
-	store  *faultyStore
-	mem    *memstore.Store
-	invoke invoker
-	runs   atomic.Int32
-	mu     sync.Mutex
-	hook   func()
+// backend makes the store of each scenario. records counts the records
+// held, or is nil when the backend cannot.
+type backend struct {
+	name string
+	new  func(t *testing.T) (store dedupe.Store, records func() int)
 }
 
-func newEnv(t *testing.T, a adapter, sc scenario) *env {
-	e := &env{t: t, clock: newTestClock(), mem: memstore.New()}
-	e.store = &faultyStore{Store: e.mem}
+var memoryBackend = backend{"memstore", func(*testing.T) (dedupe.Store, func() int) {
+	m := memstore.New()
+	return m, m.Len
+}}
+
+// env is one scenario's world: a store, a clock, a guard and an adapter.
+type env struct {
+	t       *testing.T
+	clock   *testClock
+	store   *faultyStore
+	records func() int
+	invoke  invoker
+	runs    atomic.Int32
+	mu      sync.Mutex
+	hook    func()
+}
+
+func newEnv(t *testing.T, b backend, a adapter, sc scenario) *env {
+	e := &env{t: t, clock: newTestClock()}
+	var inner dedupe.Store
+	inner, e.records = b.new(t)
+	e.store = &faultyStore{Store: inner}
 	if sc.faults != nil {
 		sc.faults(e.store)
 	}
 	gcfg := sc.guard
 	gcfg.Now = e.clock.Now
-	gcfg.Prefix = "test"
+	gcfg.Prefix = "test-" + rand.Text() // scenarios may share a table
 	g := dedupe.New(e.store, &gcfg)
 	h := sc.handler
 	if h == nil {
@@ -615,8 +630,8 @@ func (e *env) do(i int, s step, got []wire) wire {
 	if n := e.runs.Load(); n != s.runs {
 		t.Errorf("%s: handler runs = %d, want %d", name, n, s.runs)
 	}
-	if s.records != nil && *s.records != e.mem.Len() {
-		t.Errorf("%s: store holds %d records, want %d", name, e.mem.Len(), *s.records)
+	if s.records != nil && e.records != nil && *s.records != e.records() {
+		t.Errorf("%s: store holds %d records, want %d", name, e.records(), *s.records)
 	}
 	if err != nil {
 		return w
@@ -648,8 +663,8 @@ func (e *env) do(i int, s step, got []wire) wire {
 }
 
 // run plays every step of sc.
-func (sc scenario) run(t *testing.T, a adapter) *env {
-	e := newEnv(t, a, sc)
+func (sc scenario) run(t *testing.T, b backend, a adapter) *env {
+	e := newEnv(t, b, a, sc)
 	var got []wire
 	for i, s := range sc.steps {
 		got = append(got, e.do(i, s, got))
@@ -864,11 +879,14 @@ func ptr[T any](v T) *T { return &v }
 // with returns s expecting runs handler executions.
 func (s step) with(runs int32) step { s.runs = runs; return s }
 
-func TestHTTPBehaviour(t *testing.T) {
+func TestHTTPBehaviour(t *testing.T) { runBehaviours(t, memoryBackend) }
+
+// runBehaviours runs the behaviour table on every adapter over b.
+func runBehaviours(t *testing.T, b backend) {
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
 			for _, sc := range behaviours() {
-				t.Run(sc.name, func(t *testing.T) { sc.run(t, a) })
+				t.Run(sc.name, func(t *testing.T) { sc.run(t, b, a) })
 			}
 		})
 	}
@@ -879,7 +897,9 @@ func TestHTTPBehaviour(t *testing.T) {
 // byte-identical replay. In the gated case the handler holds until the 99
 // others have been answered, so all of them must be 409s; in the free case
 // they race the handler and get a mix.
-func TestHTTPConcurrentDuplicates(t *testing.T) {
+func TestHTTPConcurrentDuplicates(t *testing.T) { runConcurrentDuplicates(t, memoryBackend) }
+
+func runConcurrentDuplicates(t *testing.T, b backend) {
 	const n = 100
 	for _, a := range adapters {
 		for _, gated := range []bool{true, false} {
@@ -893,7 +913,7 @@ func TestHTTPConcurrentDuplicates(t *testing.T) {
 						return created(run, body)
 					}
 				}
-				e := newEnv(t, a, sc)
+				e := newEnv(t, b, a, sc)
 				req := post("same-key", `{"amount":1250,"currency":"EUR","source":"tok_visa"}`)
 				var wg sync.WaitGroup
 				results := make([]wire, n)
