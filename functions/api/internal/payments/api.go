@@ -1,0 +1,322 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// Route keys of the API, as the template's HttpApi events declare them.
+const (
+	RouteCreate = "POST /payments"
+	RouteGet    = "GET /payments/{id}"
+	RouteList   = "GET /payments"
+)
+
+// Pagination limits of GET /payments.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// MaxAmount is the largest amount POST /payments accepts, in minor units.
+const MaxAmount = 99_999_999
+
+// Problem types of the API's own error answers (the idempotency answers
+// are dedupe's Problem* types).
+const (
+	ProblemInvalidRequest = "tag:lambda-dedupe.github.io,2025:payments/invalid-request"
+	ProblemCardDeclined   = "tag:lambda-dedupe.github.io,2025:payments/card-declined"
+	ProblemProcessor      = "tag:lambda-dedupe.github.io,2025:payments/processor-error"
+	ProblemNotFound       = "tag:lambda-dedupe.github.io,2025:payments/not-found"
+	ProblemUnavailable    = "tag:lambda-dedupe.github.io,2025:payments/unavailable"
+)
+
+// Config configures an API. Repository is required; every other zero
+// field means its default.
+type Config struct {
+	// Repository stores the payments. Required.
+	Repository Repository
+	// Processor charges cards. Nil means a zero SimulatedProcessor.
+	Processor Processor
+	// Now is the clock for Payment.Created. Nil means time.Now.
+	Now func() time.Time
+	// NewID returns a fresh payment ID. Nil means "pay_" + rand.Text().
+	NewID func() string
+	// Logger logs every charge and failure. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// API serves the payments routes. Create it with New.
+type API struct {
+	repo      Repository
+	processor Processor
+	now       func() time.Time
+	newID     func() string
+	log       *slog.Logger
+}
+
+// New returns the API for cfg.
+func New(cfg Config) (*API, error) {
+	if cfg.Repository == nil {
+		return nil, fmt.Errorf("%w: Repository is required", ErrInvalidConfig)
+	}
+	a := &API{repo: cfg.Repository, processor: cfg.Processor, now: cfg.Now, newID: cfg.NewID, log: cfg.Logger}
+	if a.processor == nil {
+		a.processor = &SimulatedProcessor{}
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.newID == nil {
+		a.newID = func() string { return "pay_" + rand.Text() }
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a, nil
+}
+
+// Handler returns the Lambda handler: the routes behind dedupe.HTTPAPI, so
+// that POST /payments requires an Idempotency-Key and runs once per key.
+// The GET routes are safe methods, which pass through unguarded.
+func (a *API) Handler(g *dedupe.Guard) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return dedupe.HTTPAPI(g, &dedupe.HTTPConfig{
+		RequireKey: dedupe.RequireKeyOn(RouteCreate),
+		Logger:     a.log,
+	}, a.Serve)
+}
+
+// Serve answers one request, without idempotency: Handler wraps it.
+func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	switch req.RouteKey {
+	case RouteCreate:
+		return a.create(ctx, req)
+	case RouteGet:
+		return a.get(ctx, req.PathParameters["id"])
+	case RouteList:
+		return a.list(ctx, req.QueryStringParameters)
+	}
+	return problem(http.StatusNotFound, ProblemNotFound, "Not found", "No such route.", nil), nil
+}
+
+// chargeRequest is the body of POST /payments.
+type chargeRequest struct {
+	// Amount stays raw: json.Number would also accept the string "12".
+	Amount   json.RawMessage `json:"amount"`
+	Currency string          `json:"currency"`
+	Source   string          `json:"source"`
+}
+
+// FieldError is one reason a request was refused, in a 400 problem's
+// "errors" member.
+type FieldError struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	amount, currency, source, errs := parseCharge(req.Body, req.IsBase64Encoded)
+	if len(errs) > 0 {
+		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid payment request",
+			"The request body is not a valid payment; see errors.", map[string]any{"errors": errs}), nil
+	}
+
+	status, err := a.processor.Charge(ctx, amount, currency, source)
+	switch {
+	case errors.Is(err, ErrInvalidSource):
+		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid payment request",
+			"The request body is not a valid payment; see errors.",
+			map[string]any{"errors": []FieldError{{"source", "no such card token"}}}), nil
+	case err != nil:
+		a.log.Warn("payments: charge failed", "amount", amount, "currency", currency, "source", source, "err", err)
+		return problem(http.StatusBadGateway, ProblemProcessor, "Card processor error",
+			"The card processor did not answer; nothing was charged. Retry the request.", nil), nil
+	}
+
+	p := Payment{
+		ID:       a.newID(),
+		Amount:   amount,
+		Currency: currency,
+		Source:   source,
+		Status:   status,
+		Created:  a.now().UTC().Truncate(time.Millisecond),
+	}
+	if err := a.repo.Put(ctx, p); err != nil {
+		a.log.Error("payments: record payment failed", "id", p.ID, "amount", amount, "status", status, "err", err)
+		return unavailable(), nil
+	}
+	a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
+
+	if status == StatusDeclined {
+		return problem(http.StatusPaymentRequired, ProblemCardDeclined, "Card declined",
+			"The card issuer declined the charge; nothing was charged.", map[string]any{"payment": p}), nil
+	}
+	resp := jsonResponse(http.StatusCreated, p)
+	resp.Headers["Location"] = "/payments/" + p.ID
+	return resp, nil
+}
+
+// parseCharge decodes and validates a POST /payments body.
+func parseCharge(body string, isBase64 bool) (amount int64, currency, source string, errs []FieldError) {
+	raw := []byte(body)
+	if isBase64 {
+		var err error
+		if raw, err = base64.StdEncoding.DecodeString(body); err != nil {
+			return 0, "", "", []FieldError{{"body", "not valid base64"}}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c chargeRequest
+	if err := dec.Decode(&c); err != nil {
+		return 0, "", "", []FieldError{decodeError(err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, "", "", []FieldError{{"body", "must be one JSON object"}}
+	}
+
+	switch n, err := strconv.ParseInt(string(c.Amount), 10, 64); {
+	case len(c.Amount) == 0 || string(c.Amount) == "null":
+		errs = append(errs, FieldError{"amount", "is required"})
+	case err != nil || n < 1 || n > MaxAmount:
+		errs = append(errs, FieldError{"amount", fmt.Sprintf("must be a whole number of minor units from 1 to %d", MaxAmount)})
+	default:
+		amount = n
+	}
+	switch {
+	case c.Currency == "":
+		errs = append(errs, FieldError{"currency", "is required"})
+	case !isCurrency(c.Currency):
+		errs = append(errs, FieldError{"currency", "must be a three-letter code such as EUR"})
+	default:
+		currency = strings.ToUpper(c.Currency)
+	}
+	switch {
+	case c.Source == "":
+		errs = append(errs, FieldError{"source", "is required"})
+	case len(c.Source) > 64:
+		errs = append(errs, FieldError{"source", "must be at most 64 characters"})
+	default:
+		source = c.Source
+	}
+	return amount, currency, source, errs
+}
+
+// decodeError describes a JSON decoding error without echoing the input.
+func decodeError(err error) FieldError {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return FieldError{typeErr.Field, "has the wrong type"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return FieldError{strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "is not a known field"}
+	case errors.Is(err, io.EOF):
+		return FieldError{"body", "is empty"}
+	}
+	return FieldError{"body", "is not a valid JSON object"}
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *API) get(ctx context.Context, id string) (events.APIGatewayV2HTTPResponse, error) {
+	p, err := a.repo.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return problem(http.StatusNotFound, ProblemNotFound, "Payment not found", "No payment has this ID.", nil), nil
+	case err != nil:
+		a.log.Error("payments: get failed", "id", id, "err", err)
+		return unavailable(), nil
+	}
+	return jsonResponse(http.StatusOK, p), nil
+}
+
+// page is the body of GET /payments.
+type page struct {
+	Payments []Payment `json:"payments"`
+	// Next is the value of ?next= for the following page, absent on the
+	// last page.
+	Next string `json:"next,omitempty"`
+}
+
+func (a *API) list(ctx context.Context, query map[string]string) (events.APIGatewayV2HTTPResponse, error) {
+	limit := DefaultPageSize
+	if v, ok := query["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid query", "See errors.",
+				map[string]any{"errors": []FieldError{{"limit", fmt.Sprintf("must be a whole number from 1 to %d", MaxPageSize)}}}), nil
+		}
+		limit = n
+	}
+	payments, next, err := a.repo.List(ctx, limit, query["next"])
+	switch {
+	case errors.Is(err, ErrInvalidCursor):
+		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid query", "See errors.",
+			map[string]any{"errors": []FieldError{{"next", "is not a token this API issued"}}}), nil
+	case err != nil:
+		a.log.Error("payments: list failed", "err", err)
+		return unavailable(), nil
+	}
+	if payments == nil {
+		payments = []Payment{}
+	}
+	return jsonResponse(http.StatusOK, page{Payments: payments, Next: next}), nil
+}
+
+// jsonResponse answers status with v as JSON.
+func jsonResponse(status int, v any) events.APIGatewayV2HTTPResponse {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("payments: encode response: %v", err)) // only plain types are encoded
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(body),
+	}
+}
+
+// problem answers an RFC 9457 problem with optional extension members.
+func problem(status int, typ, title, detail string, ext map[string]any) events.APIGatewayV2HTTPResponse {
+	members := map[string]any{"type": typ, "title": title, "status": status, "detail": detail}
+	for k, v := range ext {
+		members[k] = v
+	}
+	resp := jsonResponse(status, members)
+	resp.Headers["Content-Type"] = dedupe.ProblemContentType
+	return resp
+}
+
+// unavailable is the answer when the payments table fails: a 503, which
+// releases the idempotency key so the client's retry runs again.
+func unavailable() events.APIGatewayV2HTTPResponse {
+	resp := problem(http.StatusServiceUnavailable, ProblemUnavailable, "Service temporarily unavailable",
+		"Payments could not be read or recorded. Retry after the number of seconds in Retry-After.", nil)
+	resp.Headers["Retry-After"] = "1"
+	return resp
+}

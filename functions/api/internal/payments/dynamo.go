@@ -1,0 +1,151 @@
+package payments
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoClient is the subset of *dynamodb.Client that DynamoRepository
+// calls.
+type DynamoClient interface {
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ DynamoClient = (*dynamodb.Client)(nil)
+
+// DynamoRepository is a Repository on the payments table of template.yaml:
+// partition key id (S); attributes amount (N), currency, source, status
+// (S) and created (S, RFC 3339 with milliseconds).
+//
+// List is a paginated Scan: fine for a demo, not for a large table. Its
+// cursor is the last key read, base64url-encoded.
+type DynamoRepository struct {
+	client DynamoClient
+	table  string
+}
+
+var _ Repository = (*DynamoRepository)(nil)
+
+// NewDynamoRepository returns a Repository on table through client.
+func NewDynamoRepository(client DynamoClient, table string) *DynamoRepository {
+	return &DynamoRepository{client: client, table: table}
+}
+
+// createdLayout is how Created is stored: sortable, millisecond precision.
+const createdLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Put implements Repository with a PutItem that never overwrites.
+func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
+	_, err := r.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(r.table),
+		Item: map[string]types.AttributeValue{
+			"id":       &types.AttributeValueMemberS{Value: p.ID},
+			"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
+			"currency": &types.AttributeValueMemberS{Value: p.Currency},
+			"source":   &types.AttributeValueMemberS{Value: p.Source},
+			"status":   &types.AttributeValueMemberS{Value: string(p.Status)},
+			"created":  &types.AttributeValueMemberS{Value: p.Created.UTC().Format(createdLayout)},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	})
+	if err != nil {
+		return fmt.Errorf("put payment %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// Get implements Repository with a strongly consistent GetItem.
+func (r *DynamoRepository) Get(ctx context.Context, id string) (Payment, error) {
+	if id == "" {
+		return Payment{}, fmt.Errorf("get payment %q: %w", id, ErrNotFound)
+	}
+	out, err := r.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(r.table),
+		Key:            map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: id}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Payment{}, fmt.Errorf("get payment %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return Payment{}, fmt.Errorf("get payment %s: %w", id, ErrNotFound)
+	}
+	return decodePayment(out.Item)
+}
+
+// List implements Repository with one Scan page.
+func (r *DynamoRepository) List(ctx context.Context, limit int, cursor string) ([]Payment, string, error) {
+	in := &dynamodb.ScanInput{
+		TableName:      aws.String(r.table),
+		Limit:          aws.Int32(int32(limit)),
+		ConsistentRead: aws.Bool(true),
+	}
+	if cursor != "" {
+		id, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || len(id) == 0 {
+			return nil, "", fmt.Errorf("list payments: %w", ErrInvalidCursor)
+		}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: string(id)}}
+	}
+	out, err := r.client.Scan(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("list payments: %w", err)
+	}
+	page := make([]Payment, 0, len(out.Items))
+	for _, item := range out.Items {
+		p, err := decodePayment(item)
+		if err != nil {
+			return nil, "", err
+		}
+		page = append(page, p)
+	}
+	var next string
+	if id, ok := out.LastEvaluatedKey["id"].(*types.AttributeValueMemberS); ok {
+		next = base64.RawURLEncoding.EncodeToString([]byte(id.Value))
+	}
+	return page, next, nil
+}
+
+// decodePayment reads a payment item.
+func decodePayment(item map[string]types.AttributeValue) (Payment, error) {
+	var p Payment
+	var errs []error
+	str := func(name string) string {
+		v, ok := item[name].(*types.AttributeValueMemberS)
+		if !ok {
+			errs = append(errs, fmt.Errorf("attribute %s: missing or not a string", name))
+			return ""
+		}
+		return v.Value
+	}
+	p.ID = str("id")
+	p.Currency = str("currency")
+	p.Source = str("source")
+	p.Status = Status(str("status"))
+	if v, ok := item["amount"].(*types.AttributeValueMemberN); !ok {
+		errs = append(errs, errors.New("attribute amount: missing or not a number"))
+	} else if n, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
+		errs = append(errs, fmt.Errorf("attribute amount: %w", err))
+	} else {
+		p.Amount = n
+	}
+	if t, err := time.Parse(createdLayout, str("created")); err != nil {
+		errs = append(errs, fmt.Errorf("attribute created: %w", err))
+	} else {
+		p.Created = t.UTC()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Payment{}, fmt.Errorf("decode payment %q: %w", p.ID, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"log"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/lambda-dedupe/dedupe/functions/api/internal/payments"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+)
+
+func main() {
+	s, err := loadSettings(os.Getenv)
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Fatalf("api: load AWS config: %v", err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	store, err := dynamostore.New(db, dynamostore.Options{Table: s.IdempotencyTable})
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: s.Level}))
+	api, err := payments.New(payments.Config{Repository: payments.NewDynamoRepository(db, s.PaymentsTable), Logger: logger})
+	if err != nil {
+		log.Fatalf("api: %v", err)
+	}
+	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{Retention: s.Retention, Logger: logger})))
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// settings is the function's configuration.
+type settings struct {
+	// IdempotencyTable is IDEMPOTENCY_TABLE (required).
+	IdempotencyTable string
+	// PaymentsTable is PAYMENTS_TABLE (required).
+	PaymentsTable string
+	// Retention is RETENTION, a positive Go duration (default
+	// dedupe.DefaultRetention).
+	Retention time.Duration
+	// Level is LOG_LEVEL: DEBUG, INFO, WARN or ERROR (default INFO).
+	Level slog.Level
+}
+
+// loadSettings reads the settings through getenv (os.Getenv in main). It
+// reports every invalid variable at once.
+func loadSettings(getenv func(string) string) (settings, error) {
+	s := settings{
+		IdempotencyTable: getenv("IDEMPOTENCY_TABLE"),
+		PaymentsTable:    getenv("PAYMENTS_TABLE"),
+		Retention:        dedupe.DefaultRetention,
+		Level:            slog.LevelInfo,
+	}
+	var errs []error
+	if s.IdempotencyTable == "" {
+		errs = append(errs, errors.New("IDEMPOTENCY_TABLE is not set"))
+	}
+	if s.PaymentsTable == "" {
+		errs = append(errs, errors.New("PAYMENTS_TABLE is not set"))
+	}
+	if v := getenv("RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("RETENTION=%q: want a positive Go duration such as 24h", v))
+		}
+		s.Retention = d
+	}
+	if v := getenv("LOG_LEVEL"); v != "" {
+		if err := s.Level.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return settings{}, fmt.Errorf("invalid environment: %w", err)
+	}
+	return s, nil
+}
