@@ -33,8 +33,9 @@ const (
 	MaxPageSize     = 100
 )
 
-// MaxAmount is the largest amount POST /payments accepts, in minor units.
-const MaxAmount = 99_999_999
+// MaxAmount is the largest amount POST /payments accepts, in minor units:
+// twelve digits, well inside the integers JSON clients represent exactly.
+const MaxAmount = 999_999_999_999
 
 // Problem types of the API's own error answers (the idempotency answers
 // are dedupe's Problem* types).
