@@ -135,6 +135,7 @@ type recorder struct {
 	flushed int // body bytes written before the first flush; -1: none
 }
 
+// WriteHeader records the first final status and passes every status on.
 func (rec *recorder) WriteHeader(code int) {
 	if rec.status == 0 && code >= 200 {
 		rec.begin(code)
@@ -150,6 +151,7 @@ func (rec *recorder) begin(code int) {
 	rec.flushed = -1
 }
 
+// Write records p and passes it on.
 func (rec *recorder) Write(p []byte) (int, error) {
 	if rec.status == 0 {
 		// An implicit 200: let the server write it, so it sniffs the
