@@ -44,7 +44,9 @@ var (
 	// The request was executed once; it is never executed again.
 	ErrResultOmitted = errors.New("dedupe: stored result was too large to keep")
 
-	// ErrInvalidKey reports an empty idempotency key.
+	// ErrInvalidKey reports an idempotency key that cannot be used: empty
+	// for Guard.Do, or not 1 to 255 printable ASCII characters for the
+	// HTTP adapters (see ParseKey).
 	ErrInvalidKey = errors.New("dedupe: invalid idempotency key")
 
 	// ErrRanUnguarded is returned with a valid Outcome when the store failed

@@ -160,7 +160,9 @@ func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
 	case rec.ResultOmitted || rec.Result == nil:
 		return Outcome{Replayed: true, Record: rec}, fmt.Errorf("replay %q: %w", rec.Key, ErrResultOmitted)
 	}
-	return Outcome{Result: rec.Result.Clone(), Replayed: true, Record: rec}, nil
+	// Stores hand out records that share no memory with them (see Get), so
+	// the stored result is the caller's to keep without another copy.
+	return Outcome{Result: *rec.Result, Replayed: true, Record: rec}, nil
 }
 
 // execute runs fn as the owner of key and records what it produced.

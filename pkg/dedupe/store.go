@@ -19,6 +19,9 @@ import (
 //     every method, even while the backend still holds it.
 //   - a lease has run out when LeaseExpiresAt.UnixMilli() < Now.UnixMilli().
 //
+// Records returned by Claim and Get belong to the caller: they share no
+// memory (Result headers and body included) with the store.
+//
 // All methods must be safe for concurrent use by many goroutines and many
 // processes. Transient backend failures (throttling, timeouts, an
 // unreachable endpoint) must wrap ErrStoreUnavailable.
