@@ -99,6 +99,24 @@ func descendants(pid int) []int {
 	return out
 }
 
+// eventuallyGone waits until none of pids is alive or timeout passes. A
+// process that has closed its output may still be exiting.
+func eventuallyGone(pids []int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		n := 0
+		for _, pid := range pids {
+			if alive(pid) {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -133,27 +151,38 @@ func TestSignalLeavesNoProcess(t *testing.T) {
 	}
 	needDynalite(t)
 	tests := []struct {
-		name string
-		sig  os.Signal
+		name      string
+		sig       os.Signal
+		viaParent bool // start under a shell and SIGKILL the shell, as when `go run` is killed
 	}{
 		{name: "Ctrl-C", sig: syscall.SIGINT},
 		{name: "SIGTERM", sig: syscall.SIGTERM},
+		{name: "parent killed", sig: syscall.SIGKILL, viaParent: true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { runAndStop(t, tt.sig) })
+		t.Run(tt.name, func(t *testing.T) { runAndStop(t, tt.sig, tt.viaParent) })
 	}
 }
 
 // runAndStop starts the command, checks that it serves, runs the schedule
 // and started its processes, then sends sig and checks that it exits
-// cleanly and no process it started is left.
-func runAndStop(t *testing.T, sig os.Signal) {
-	cmd := exec.Command(testBin, "-port", "0", "-build-dir", testBootstraps, "-reaper-interval", "200ms")
-	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB=") // start dynalite itself
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+// cleanly and no process it started is left. With viaParent, the command
+// runs under a shell, and sig goes to the shell.
+func runAndStop(t *testing.T, sig os.Signal, viaParent bool) {
+	args := []string{"-port", "0", "-build-dir", testBootstraps, "-reaper-interval", "200ms"}
+	cmd := exec.Command(testBin, args...)
+	if viaParent {
+		// "; exit" keeps the shell from exec'ing the command in its place.
+		cmd = exec.Command("/bin/sh", "-c", `"$0" "$@"; exit $?`, testBin)
+		cmd.Args = append(cmd.Args, args...)
 	}
+	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_DYNAMODB=") // start dynalite itself
+	// Through an io.Pipe, Wait waits until every process holding the
+	// output closed it, so a command whose shell was killed keeps its
+	// stdout (no SIGPIPE) until it exits itself.
+	stdout, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.WaitDelay = 30 * time.Second
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -217,16 +246,22 @@ func runAndStop(t *testing.T, sig os.Signal) {
 		t.Fatal(err)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		waited <- err
+	}()
 	select {
 	case err := <-waited:
-		if err != nil {
+		if err != nil && !viaParent { // the killed shell's status is not the command's
+
 			t.Errorf("exit: %v\nstderr:\n%s", err, stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("still running 30s after %v\n%s", sig, out.String())
 	}
 	t.Logf("stopped %d child processes in %v", len(kids), time.Since(start))
+	eventuallyGone(kids, 5*time.Second)
 	for i, pid := range kids {
 		if alive(pid) {
 			t.Errorf("process %d (%s) still running after exit", pid, names[i])
