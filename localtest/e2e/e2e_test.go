@@ -9,6 +9,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 func TestFirstRequestThenReplay(t *testing.T) {
@@ -297,38 +301,50 @@ func TestPanicReleasesKey(t *testing.T) {
 // retry pays with tok_visa: a different request, which the key accepts
 // only once the lease is out.
 //
-//	t=0        POST tok_timeout: claimed, lease until ~t+12s
+//	t=0        POST tok_timeout: claimed, lease until t+12s
+//	t=0..12s   the same request gets 409; the reaper (grace 1ms here)
+//	           leaves the live record alone
 //	t=10s      the emulator kills the runtime: 500; the record stays IN_PROGRESS
-//	t=10..12s  the same request gets 409, a different one 422; the reaper
-//	           (grace 1ms here) leaves the live record alone
 //	t>=12s     the lease is out: the retry takes the key over and charges once
 func TestTimeoutThenTakeover(t *testing.T) {
 	needStack(t)
 	key, c := newKey(), newCharge("tok_timeout")
 	start := time.Now()
-	first := pay(t, key, c, "")
+	firstDone := make(chan reply, 1)
+	go func() {
+		r, err := send("POST", "/payments", c.JSON(), map[string]string{"Idempotency-Key": key})
+		if err != nil {
+			t.Error(err)
+		}
+		firstDone <- r
+	}()
+
+	// Once the first request has claimed the key, it is in flight.
+	if !eventually(10*time.Second, 20*time.Millisecond, func() bool { return inFlightSince(t, start) > 0 }) {
+		t.Fatal("the first request never claimed its key")
+	}
+	inFlight := pay(t, key, c, "")
+	if inFlight.status != 409 {
+		t.Fatalf("while the first request runs: got %d %s, want 409 in flight", inFlight.status, inFlight.body)
+	}
+	if ra, err := strconv.Atoi(inFlight.header.Get("Retry-After")); err != nil || ra < 1 || ra > 13 {
+		t.Errorf("409: got Retry-After %q, want the seconds left on the lease", inFlight.header.Get("Retry-After"))
+	}
+	// The reaper never removes a live record.
+	if report := reap(t); report.Cleared != 0 {
+		t.Errorf("reaper during the lease: got %+v, want nothing cleared", report)
+	}
+	if r := pay(t, key, c, ""); r.status != 409 {
+		t.Errorf("after the reaper ran: got %d %s, want still 409", r.status, r.body)
+	}
+
+	first := <-firstDone
 	took := time.Since(start)
 	if first.status != 500 || strings.TrimSpace(string(first.body)) != `{"message":"Internal Server Error"}` {
 		t.Fatalf("got %d %s after %v, want 500 when the function times out", first.status, first.body, took)
 	}
 	if took < 9*time.Second {
 		t.Errorf("answered after %v, want about the 10s function timeout", took)
-	}
-
-	// Still in flight: the lease outlives the invocation by its margin.
-	inFlight := pay(t, key, c, "")
-	if inFlight.status != 409 {
-		t.Fatalf("right after the timeout: got %d %s, want 409 in flight", inFlight.status, inFlight.body)
-	}
-	if ra, err := strconv.Atoi(inFlight.header.Get("Retry-After")); err != nil || ra < 1 || ra > 3 {
-		t.Errorf("409: got Retry-After %q, want the 1 to 3 seconds left on the lease", inFlight.header.Get("Retry-After"))
-	}
-	// The reaper never removes a live record.
-	if report := reap(t); report.Cleared != 0 {
-		t.Errorf("reaper during the lease: got %+v, want nothing cleared", report)
-	}
-	if r := pay(t, key, c, ""); r.status != 409 && time.Since(start) < took+time.Second {
-		t.Errorf("after the reaper ran: got %d, want still 409", r.status)
 	}
 
 	// Once the lease is out, the retry takes the key over and runs.
@@ -345,7 +361,7 @@ func TestTimeoutThenTakeover(t *testing.T) {
 	if retry.status != 201 || retry.replayed() {
 		t.Fatalf("retry: got %d %s, want 201", retry.status, retry.body)
 	}
-	if at < took+time.Second {
+	if at < 11*time.Second {
 		t.Errorf("took over %v after the start, want after the lease (the 10s deadline + 2s margin)", at)
 	}
 	if again := pay(t, key, c, ""); !sameReply(retry, again) || !again.replayed() {
@@ -357,6 +373,23 @@ func TestTimeoutThenTakeover(t *testing.T) {
 	if report := reap(t); report.Cleared != 0 {
 		t.Errorf("reaper after completion: got %+v, want nothing cleared", report)
 	}
+}
+
+// inFlightSince counts the idempotency records that are IN_PROGRESS and
+// were created at or after since, read straight from the table.
+func inFlightSince(t *testing.T, since time.Time) int {
+	t.Helper()
+	out, err := dynamoClient().Scan(context.Background(), &dynamodb.ScanInput{
+		TableName:                 aws.String(tableName("IdempotencyTable")),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("#s = :p AND created_at >= :since"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "IN_PROGRESS"}, ":since": &types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)}},
+	})
+	if err != nil {
+		t.Fatalf("scan the idempotency table: %v", err)
+	}
+	return int(out.Count)
 }
 
 // reapReport is the reaper function's result.

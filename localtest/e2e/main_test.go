@@ -167,16 +167,30 @@ func run(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// createTables creates the template's tables on dynalite.
-func createTables(ctx context.Context) error {
-	client := dynamodb.NewFromConfig(aws.Config{
+// dynamoClient returns a client of dynalite.
+func dynamoClient() *dynamodb.Client {
+	return dynamodb.NewFromConfig(aws.Config{
 		Region: gateway.DefaultRegion,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
 		}),
 	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(db.Endpoint()) })
-	_, err := infra.EnsureTables(ctx, client, tables)
+}
+
+// createTables creates the template's tables on dynalite.
+func createTables(ctx context.Context) error {
+	_, err := infra.EnsureTables(ctx, dynamoClient(), tables)
 	return err
+}
+
+// tableName returns the local name of the template's table logicalID.
+func tableName(logicalID string) string {
+	for _, t := range tables {
+		if t.LogicalID == logicalID {
+			return aws.ToString(t.Input.TableName)
+		}
+	}
+	return logicalID
 }
 
 // needStack skips the test when TestMain did not start the stack, and
