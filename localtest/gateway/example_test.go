@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/gateway"
 )
 
@@ -64,4 +67,36 @@ func ExamplePool() {
 	defer pool.Close()
 	result, err := pool.Invoke(context.Background(), []byte(`{"rawPath":"/payments"}`))
 	fmt.Println(string(result), err)
+}
+
+// NewStack runs a template's functions and HTTP API: the routes and
+// schedules come from infra.Functions, the bootstraps from a build
+// directory (make build-local writes build/local/<name>/bootstrap).
+func ExampleNewStack() {
+	tpl, err := infra.Load("template.yaml")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fns, err := infra.Functions(tpl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	stack, err := gateway.NewStack(gateway.StackConfig{
+		Functions:    fns,
+		BootstrapDir: "build/local",
+		RIE:          "build/bin/aws-lambda-rie",
+		Env:          map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"},
+		Output:       os.Stdout,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stack.Close()
+	for _, r := range stack.Routes() {
+		fmt.Println(r.Key, "->", r.Function)
+	}
+	_ = http.ListenAndServe("127.0.0.1:3000", stack.Gateway)
 }

@@ -1,14 +1,3 @@
-// Command local runs the whole stack of template.yaml on this machine: the
-// functions' bootstraps under the Lambda Runtime Interface Emulator, a local
-// API Gateway (HTTP API) for their HttpApi routes, the tables on dynalite
-// (or on the endpoint in AWS_ENDPOINT_URL_DYNAMODB), and the reaper on a
-// timer. `make run` builds the bootstraps into build/local and runs it.
-//
-// Usage:
-//
-//	go run ./localtest/cmd/local [-port 3000] [-reaper-interval 30s] [-concurrency 16]
-//
-// Ctrl-C (or SIGTERM) stops everything it started.
 package main
 
 import (
