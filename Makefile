@@ -92,8 +92,11 @@ build-ReaperFunction: ## (called by sam build) build the reaper into $(ARTIFACTS
 rie: ## build the Lambda Runtime Interface Emulator into build/bin/aws-lambda-rie
 	$(GO) build -o $(RIE) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
+# RUN_ARGS passes flags to the local stack, e.g. `make run RUN_ARGS='-port 3001'`.
+# It is built, not `go run`, so that Ctrl-C and SIGTERM reach it directly.
 run: deps build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
-	$(GO) run ./localtest/cmd/local
+	$(GO) build -o build/bin/local ./localtest/cmd/local
+	build/bin/local $(RUN_ARGS)
 
 deploy: ## sam build, then sam deploy --guided (needs the SAM CLI and AWS credentials; not run in CI)
 	sam build
