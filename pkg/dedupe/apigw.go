@@ -42,24 +42,13 @@ func HTTPAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewa
 			if err != nil || !guarded {
 				return Result{}, err
 			}
-			hdr := eventHeaders(resp.Headers, nil, resp.Cookies)
-			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded), nil
 		})
 		if err != nil || !respond {
 			return resp, err
 		}
-		out := events.APIGatewayV2HTTPResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
-		for k, vs := range res.Headers {
-			switch {
-			case isPseudo(k):
-			case isSetCookie(k):
-				out.Cookies = append(out.Cookies, vs...)
-			default:
-				out.Headers[k] = strings.Join(vs, ",")
-			}
-		}
-		out.Body, out.IsBase64Encoded = replayBody(res)
-		return out, nil
+		r := replayCookieResponse(res)
+		return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}, nil
 	}
 }
 
@@ -298,4 +287,40 @@ func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
 		return "apikey:" + id.APIKeyID
 	}
 	return ""
+}
+
+// cookieResult is the Result of a response shaped as payload 2.0 and
+// Function URLs shape them: single-value headers, cookies apart, a body
+// that may be base64.
+func cookieResult(status int, headers map[string]string, cookies []string, body string, isBase64 bool) Result {
+	hdr := eventHeaders(headers, nil, cookies)
+	return Result{StatusCode: status, Headers: hdr, Body: storeBody(hdr, body, isBase64)}
+}
+
+// cookieResponse holds the fields of a payload 2.0 or Function URL
+// response, which are the same.
+type cookieResponse struct {
+	status  int
+	headers map[string]string
+	cookies []string
+	body    string
+	base64  bool
+}
+
+// replayCookieResponse turns a stored result back into a payload 2.0 or
+// Function URL response: Set-Cookie values go to the cookies, repeated
+// header values are joined with commas, pseudo-headers are dropped.
+func replayCookieResponse(res Result) cookieResponse {
+	out := cookieResponse{status: res.StatusCode, headers: make(map[string]string, len(res.Headers))}
+	for k, vs := range res.Headers {
+		switch {
+		case isPseudo(k):
+		case isSetCookie(k):
+			out.cookies = append(out.cookies, vs...)
+		default:
+			out.headers[k] = strings.Join(vs, ",")
+		}
+	}
+	out.body, out.base64 = replayBody(res)
+	return out
 }

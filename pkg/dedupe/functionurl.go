@@ -2,7 +2,6 @@ package dedupe
 
 import (
 	"context"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -29,24 +28,13 @@ func FunctionURL(g *Guard, cfg *HTTPConfig, h func(context.Context, events.Lambd
 			if err != nil || !guarded {
 				return Result{}, err
 			}
-			hdr := eventHeaders(resp.Headers, nil, resp.Cookies)
-			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded), nil
 		})
 		if err != nil || !respond {
 			return resp, err
 		}
-		out := events.LambdaFunctionURLResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
-		for k, vs := range res.Headers {
-			switch {
-			case isPseudo(k):
-			case isSetCookie(k):
-				out.Cookies = append(out.Cookies, vs...)
-			default:
-				out.Headers[k] = strings.Join(vs, ",")
-			}
-		}
-		out.Body, out.IsBase64Encoded = replayBody(res)
-		return out, nil
+		r := replayCookieResponse(res)
+		return events.LambdaFunctionURLResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}, nil
 	}
 }
 
