@@ -2,11 +2,9 @@ package infra_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,30 +12,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambda-dedupe/dedupe/infra"
-	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 )
-
-// newClient returns a client for the test endpoint (AWS_ENDPOINT_URL_DYNAMODB;
-// the test is skipped without it, or fails in CI) with dummy credentials.
-func newClient(t *testing.T) *dynamodb.Client {
-	t.Helper()
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "test"}, nil
-		}),
-	})
-}
 
 // uniqueTables loads template.yaml with table names unique to this test,
 // and deletes the tables when the test ends.
 func uniqueTables(t *testing.T, client *dynamodb.Client) []infra.Table {
 	t.Helper()
-	suffix := strings.ToLower(rand.Text()[:10])
 	names := map[string]string{
-		"IdempotencyTable": "infra-idem-" + suffix,
-		"PaymentsTable":    "infra-pay-" + suffix,
+		"IdempotencyTable": dynamotest.UniqueName("infra-idem"),
+		"PaymentsTable":    dynamotest.UniqueName("infra-pay"),
 	}
 	tables, err := infra.Tables(load(t, &infra.Options{Names: names}))
 	if err != nil {
@@ -53,7 +37,7 @@ func uniqueTables(t *testing.T, client *dynamodb.Client) []infra.Table {
 
 func TestEnsureTablesDynalite(t *testing.T) {
 	ctx := t.Context()
-	client := newClient(t)
+	client := dynamotest.Client(t)
 	tables := uniqueTables(t, client)
 	idem := aws.ToString(tables[0].Input.TableName) // sorted: IdempotencyTable first
 
@@ -159,7 +143,7 @@ func keys(ks []types.KeySchemaElement) []string {
 
 func TestEnsureTablesSchemaMismatch(t *testing.T) {
 	ctx := t.Context()
-	client := newClient(t)
+	client := dynamotest.Client(t)
 	tables := uniqueTables(t, client)
 	// Someone created the idempotency table by hand, with another key.
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -216,7 +200,7 @@ func TestEnsureTablesTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			client := newClient(t)
+			client := dynamotest.Client(t)
 			tables := uniqueTables(t, client)
 			srv := &ttlServer{TableAPI: client, attr: tt.attr, status: tt.status}
 			results, err := infra.EnsureTables(t.Context(), srv, tables[:1])

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/lambda-dedupe/dedupe/infra"
-	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -26,34 +21,8 @@ import (
 // and returns the report.
 func TestHandle(t *testing.T) {
 	ctx := context.Background()
-	client := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x"}, nil
-		}),
-	})
-	table := "reaper-" + strings.ToLower(rand.Text()[:12])
-	path, err := infra.FindTemplate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": table}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := infra.Tables(tpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tb := range tables {
-		if tb.LogicalID == "IdempotencyTable" {
-			if _, err := infra.EnsureTables(ctx, client, []infra.Table{tb}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	client := dynamotest.Client(t)
+	table := dynamotest.CreateTables(t, client, "IdempotencyTable")["IdempotencyTable"]
 
 	s, err := loadSettings(func(k string) string {
 		return map[string]string{"IDEMPOTENCY_TABLE": table, "REAPER_GRACE": "30s"}[k]

@@ -5,17 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/lambda-dedupe/dedupe/infra"
-	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -25,51 +20,13 @@ import (
 // idempotency table created from template.yaml. These tests import the AWS
 // SDK; the package itself does not.
 
-// dynamoTable creates the template's idempotency table once per test and
-// returns a client and its name.
-func dynamoTable(t *testing.T) (*dynamodb.Client, string) {
-	t.Helper()
-	client := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "test"}, nil
-		}),
-	})
-	name := "dedupe-http-" + strings.ToLower(rand.Text()[:10])
-	path, err := infra.FindTemplate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := infra.Tables(tpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(tables, func(tb infra.Table) bool { return tb.LogicalID == "IdempotencyTable" })
-	if i < 0 {
-		t.Fatalf("template %s declares no IdempotencyTable", path)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := infra.EnsureTables(ctx, client, tables[i:i+1]); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-	})
-	return client, name
-}
-
-// dynamoBackend creates a table, skipping t without an endpoint, and
-// returns a backend whose stores share it; every scenario's guard has a
-// prefix of its own.
+// dynamoBackend creates the template's idempotency table once per test,
+// skipping t without an endpoint, and returns a backend whose stores share
+// it; every scenario's guard has a prefix of its own.
 func dynamoBackend(t *testing.T, opts dynamostore.Options) backend {
-	client, table := dynamoTable(t)
-	opts.Table = table
+	t.Helper()
+	client := dynamotest.Client(t)
+	opts.Table = dynamotest.CreateTables(t, client, "IdempotencyTable")["IdempotencyTable"]
 	return backend{"dynamostore", func(st *testing.T) (dedupe.Store, func() int) {
 		s, err := dynamostore.New(client, opts)
 		if err != nil {

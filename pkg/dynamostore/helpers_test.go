@@ -2,10 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,28 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/lambda-dedupe/dedupe/infra"
-	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
-
-// newClient returns a client for the test endpoint (AWS_ENDPOINT_URL_DYNAMODB,
-// skipping or failing the test without it) with static dummy credentials.
-func newClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	t.Helper()
-	return dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "test"}, nil
-		}),
-	}, optFns...)
-}
-
-// tableName returns a table name unique to this run.
-func tableName(prefix string) string {
-	return prefix + "-" + strings.ToLower(rand.Text()[:12])
-}
 
 // schema names the key attributes of a hand-built test table, for the
 // schemas the template does not declare (single-table designs).
@@ -46,34 +24,6 @@ type schema struct {
 	shard, lease  string
 	index         string
 	projectedKeys []string
-}
-
-// createTemplateTable creates the template's idempotency table under name,
-// with package infra, so the tests run on the deployed schema.
-func createTemplateTable(t testing.TB, c *dynamodb.Client, name string) {
-	t.Helper()
-	path, err := infra.FindTemplate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := infra.Tables(tpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(tables, func(tb infra.Table) bool { return tb.LogicalID == "IdempotencyTable" })
-	if i < 0 {
-		t.Fatalf("template %s declares no IdempotencyTable", path)
-	}
-	if _, err := infra.EnsureTables(context.Background(), c, tables[i:i+1]); err != nil {
-		t.Fatalf("create table %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-	})
 }
 
 // createTable creates a table with schema sc and deletes it when the test
@@ -183,9 +133,9 @@ type rig struct {
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	calls := &callCounter{}
-	r := &rig{client: newClient(t, calls.option()), calls: calls, table: tableName("dedupe-test")}
-	createTemplateTable(t, r.client, r.table)
-	return r
+	client := dynamotest.Client(t, calls.option())
+	table := dynamotest.CreateTables(t, client, "IdempotencyTable")["IdempotencyTable"]
+	return &rig{client: client, calls: calls, table: table}
 }
 
 // store returns a store on the rig's table; opts.Table is filled in.

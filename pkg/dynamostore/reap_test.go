@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -382,8 +383,8 @@ func TestReapStoreUnavailable(t *testing.T) {
 }
 
 func TestReapSingleTable(t *testing.T) {
-	c := newClient(t)
-	table := tableName("dedupe-single")
+	c := dynamotest.Client(t)
+	table := dynamotest.UniqueName("dedupe-single")
 	createTable(t, c, table, schema{
 		pk: "PK", sk: "SK", shard: "GSI1PK", lease: "lease_expires_at", index: "GSI1",
 		projectedKeys: []string{"owner", "status", "created_at"},

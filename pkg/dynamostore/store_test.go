@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
@@ -42,8 +43,8 @@ func TestContract(t *testing.T) {
 // TestContractSingleTable runs the suite on a table with a sort key and
 // renamed attributes, as a single-table design would have.
 func TestContractSingleTable(t *testing.T) {
-	c := newClient(t)
-	table := tableName("dedupe-single")
+	c := dynamotest.Client(t)
+	table := dynamotest.UniqueName("dedupe-single")
 	attrs := dynamostore.Attributes{
 		PartitionKey: "PK", Status: "st", Owner: "own", LeaseExpiresAt: "lease_ms",
 		ExpiresAt: "ttl", InflightShard: "GSI1PK", ResBody: "body",
@@ -189,7 +190,7 @@ func (c allOldClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o 
 
 func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	r := newRig(t)
-	s, err := dynamostore.New(allOldClient{Client: r.client, raw: newClient(t)}, dynamostore.Options{Table: r.table})
+	s, err := dynamostore.New(allOldClient{Client: r.client, raw: dynamotest.Client(t)}, dynamostore.Options{Table: r.table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
-	down := newClient(t, func(o *dynamodb.Options) {
+	down := dynamotest.Client(t, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(closed)
 		o.Retryer = retry.AddWithMaxBackoffDelay(retry.AddWithMaxAttempts(retry.NewStandard(), 2), time.Millisecond)
 	})

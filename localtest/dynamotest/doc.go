@@ -1,0 +1,14 @@
+// Package dynamotest provides the set-up that tests on a DynamoDB-compatible
+// endpoint share: a client for the test endpoint ([Client]), and the tables
+// of template.yaml created under names unique to the test and deleted when
+// it ends ([CreateTables]), so that tests run on the deployed schema and
+// never see each other's items.
+//
+// The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB through
+// [github.com/lambda-dedupe/dedupe/localtest/dynalite.Endpoint]: without it
+// the test is skipped, or fails when the CI environment variable is set.
+//
+// This package imports "testing"; like net/http/httptest, it is a helper
+// meant to be imported by tests only. It imports package infra, so infra's
+// own tests may use it only from the external package infra_test.
+package dynamotest

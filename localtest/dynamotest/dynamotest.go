@@ -1,0 +1,114 @@
+package dynamotest
+
+import (
+	"context"
+	"crypto/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+)
+
+// region is the region of the clients [Client] returns. Local servers
+// accept any region; a fixed one keeps the tests independent of the
+// environment.
+const region = "us-east-1"
+
+// createTimeout bounds the creation of the tables in [CreateTables].
+const createTimeout = time.Minute
+
+// Client returns a DynamoDB client for the test endpoint
+// (AWS_ENDPOINT_URL_DYNAMODB, see [dynalite.Endpoint]: t is skipped without
+// it, or fails in CI), in us-east-1, with static dummy credentials. optFns
+// are applied after those settings, as by [dynamodb.New]; a test may use
+// them to add middleware, or to point the client at another endpoint.
+func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	t.Helper()
+	return dynamodb.New(dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "dynamotest"}, nil
+		}),
+	}, optFns...)
+}
+
+// UniqueName returns prefix, a hyphen and 12 random lower-case letters and
+// digits: a table name that no other test of this or any other run uses,
+// valid for DynamoDB when prefix is.
+func UniqueName(prefix string) string {
+	return prefix + "-" + strings.ToLower(rand.Text()[:12])
+}
+
+// tables returns the tables of template.yaml with the given logical ids,
+// in that order, named as names says (see [infra.Options].Names). It fails
+// t, and returns nil, when the template cannot be loaded or lacks an id.
+func tables(t testing.TB, names map[string]string, logicalIDs []string) []infra.Table {
+	t.Helper()
+	path, err := infra.FindTemplate()
+	if err != nil {
+		t.Fatalf("dynamotest: %v", err)
+		return nil
+	}
+	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: names})
+	if err != nil {
+		t.Fatalf("dynamotest: %v", err)
+		return nil
+	}
+	all, err := infra.Tables(tpl)
+	if err != nil {
+		t.Fatalf("dynamotest: %v", err)
+		return nil
+	}
+	out := make([]infra.Table, 0, len(logicalIDs))
+	for _, id := range logicalIDs {
+		i := slices.IndexFunc(all, func(tb infra.Table) bool { return tb.LogicalID == id })
+		if i < 0 {
+			t.Fatalf("dynamotest: template %s declares no table %s", path, id)
+			return nil
+		}
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// CreateTables creates the tables of template.yaml with the given logical
+// ids (at least one) on c's endpoint, each under a name from [UniqueName]
+// with its logical id as prefix, and waits until they are ACTIVE, with
+// [infra.EnsureTables]. It returns the names by logical id, and deletes the
+// tables when the test ends (t.Cleanup). It fails t when a table cannot be
+// created within a minute or is not in the template.
+func CreateTables(t testing.TB, c *dynamodb.Client, logicalIDs ...string) map[string]string {
+	t.Helper()
+	if len(logicalIDs) == 0 {
+		t.Fatal("dynamotest: CreateTables needs at least one logical id")
+		return nil
+	}
+	names := make(map[string]string, len(logicalIDs))
+	for _, id := range logicalIDs {
+		names[id] = UniqueName(id)
+	}
+	tbls := tables(t, names, logicalIDs)
+	if tbls == nil {
+		return nil
+	}
+	// Registered first, so that a table created before a failure goes too.
+	t.Cleanup(func() {
+		for _, id := range logicalIDs {
+			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(names[id])})
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), createTimeout)
+	defer cancel()
+	if _, err := infra.EnsureTables(ctx, c, tbls); err != nil {
+		t.Fatalf("dynamotest: create tables %v: %v", names, err)
+		return nil
+	}
+	return names
+}
