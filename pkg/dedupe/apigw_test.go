@@ -120,8 +120,13 @@ func TestHTTPAPIStoredText(t *testing.T) {
 			h := dedupe.HTTPAPI(dedupe.New(memstore.New(), nil), nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				return resp, nil
 			})
-			h(context.Background(), ev)
-			replay, _ := h(context.Background(), ev)
+			if _, err := h(context.Background(), ev); err != nil {
+				t.Fatalf("first request: %v", err)
+			}
+			replay, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
 			if replay.Body != tt.body || replay.IsBase64Encoded != tt.base64 || replay.Headers[dedupe.HeaderReplayed] != "true" {
 				t.Errorf("replay body %q base64 %v (%v), want %q base64 %v", replay.Body, replay.IsBase64Encoded, replay.Headers, tt.body, tt.base64)
 			}

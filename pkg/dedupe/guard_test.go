@@ -117,18 +117,32 @@ func TestRunOnceThenReplay(t *testing.T) {
 	}
 }
 
-func TestRunAfterRetentionRunsAgain(t *testing.T) {
-	clk := newClock()
-	g := dedupe.New(memstore.New(), &dedupe.Config{Now: clk.Now, Retention: time.Minute})
-	runs := 0
-	for i := range 2 {
-		if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x")); err != nil {
-			t.Fatalf("Run %d: %v", i, err)
-		}
-		clk.Advance(time.Minute + time.Second)
+func TestRetention(t *testing.T) {
+	tests := []struct {
+		name    string
+		advance time.Duration // after the first run completed
+		runs    int
+	}{
+		{"replayed to the end of the retention", time.Minute, 1},
+		{"runs again once the record expired", time.Minute + time.Second, 2},
 	}
-	if runs != 2 {
-		t.Errorf("runs = %d, want 2 (record expired between calls)", runs)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock()
+			g := dedupe.New(memstore.New(), &dedupe.Config{Now: clk.Now, Retention: time.Minute})
+			runs := 0
+			if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x")); err != nil {
+				t.Fatalf("first Run: %v", err)
+			}
+			clk.Advance(tt.advance)
+			out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x"))
+			if err != nil {
+				t.Fatalf("second Run: %v", err)
+			}
+			if runs != tt.runs || out.Replayed != (tt.runs == 1) {
+				t.Errorf("got %d runs, replayed %v; want %d runs", runs, out.Replayed, tt.runs)
+			}
+		})
 	}
 }
 
@@ -366,6 +380,42 @@ func TestCompleteRetriesTransientFailures(t *testing.T) {
 	}
 }
 
+// TestCancelledCallerStillRecords cancels the caller's context while the
+// function runs: the guard must still record the result, or release the
+// key after a failure, since the work has been done either way.
+func TestCancelledCallerStillRecords(t *testing.T) {
+	tests := []struct {
+		name       string
+		fnErr      error
+		wantStored bool
+		wantLen    int // records left
+	}{
+		{"result is completed", nil, true, 1},
+		{"failure releases the key", errors.New("processor down"), false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := memstore.New()
+			g := dedupe.New(store, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) {
+				cancel()
+				return result("done"), tt.fnErr
+			})
+			if !errors.Is(err, tt.fnErr) || (tt.fnErr == nil && err != nil) {
+				t.Errorf("err = %v, want %v", err, tt.fnErr)
+			}
+			if out.Stored != tt.wantStored {
+				t.Errorf("stored = %v, want %v", out.Stored, tt.wantStored)
+			}
+			if got := store.Len(); got != tt.wantLen {
+				t.Errorf("got %d records, want %d", got, tt.wantLen)
+			}
+		})
+	}
+}
+
 func TestReleaseFailureIsReported(t *testing.T) {
 	boom := errors.New("handler failed")
 	fs := &faultStore{Store: memstore.New(), release: func(int) error { return errUnavailable }}
@@ -379,15 +429,32 @@ func TestReleaseFailureIsReported(t *testing.T) {
 }
 
 func TestClaimRaceIsRetried(t *testing.T) {
-	fs := &faultStore{Store: memstore.New(), claim: func(n int) (dedupe.ClaimResult, error, bool) {
-		// The record this claim collided with vanished before it was read.
-		return dedupe.ClaimResult{}, nil, n == 1
-	}}
-	g := dedupe.New(fs, nil)
-	runs := 0
-	if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x")); err != nil || runs != 1 {
-		t.Errorf("err = %v, runs = %d; want one run after a retried claim", err, runs)
+	clk := newClock()
+	now := clk.Now()
+	tests := []struct {
+		name  string
+		found dedupe.Record // what the first, failed claim read back
+	}{
+		{"record vanished before the read", dedupe.Record{}},
+		{"lease ran out before the read", dedupe.Record{Key: "k", Status: dedupe.StatusInProgress, Fingerprint: "fp",
+			Token: "old", LeaseExpiresAt: now.Add(-time.Millisecond), ExpiresAt: now.Add(time.Hour)}},
+		{"record expired before the read", dedupe.Record{Key: "k", Status: dedupe.StatusCompleted, Fingerprint: "fp",
+			Token: "old", Result: &dedupe.Result{StatusCode: 200}, ExpiresAt: now.Add(-time.Second)}},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &faultStore{Store: memstore.New(), claim: func(n int) (dedupe.ClaimResult, error, bool) {
+				return dedupe.ClaimResult{Record: tt.found}, nil, n == 1
+			}}
+			g := dedupe.New(fs, &dedupe.Config{Now: clk.Now})
+			runs := 0
+			out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x"))
+			if err != nil || runs != 1 || !out.Stored || fs.claims != 2 {
+				t.Errorf("got %+v, %v after %d runs and %d claims; want one stored run after 2 claims", out, err, runs, fs.claims)
+			}
+		})
+	}
+	runs := 0
 	always := &faultStore{Store: memstore.New(), claim: func(int) (dedupe.ClaimResult, error, bool) {
 		return dedupe.ClaimResult{}, nil, true
 	}}

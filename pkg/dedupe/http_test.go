@@ -522,6 +522,9 @@ func created(run int32, body []byte) (reply, error) {
 	}, nil
 }
 
+// ignoreBody is created without the echo, for large request bodies.
+func ignoreBody(run int32, _ []byte) (reply, error) { return created(run, nil) }
+
 // statusOnce answers status on the first run and 201 afterwards.
 func statusOnce(status int) func(int32, []byte) (reply, error) {
 	return func(run int32, body []byte) (reply, error) {
@@ -806,10 +809,20 @@ func behaviours() []scenario {
 			{req: req, status: 201, runs: 2},
 			{req: req, status: 201, replayed: true, runs: 2, sameAs: 2},
 		}},
-		{name: "body over the limit is 413 before any claim", cfg: &dedupe.HTTPConfig{MaxBodyBytes: 16}, steps: []step{
+		{name: "body over the limit is 413 before any claim", cfg: &dedupe.HTTPConfig{MaxBodyBytes: 12}, steps: []step{
 			{req: req, status: 413, problem: dedupe.ProblemBodyTooLarge, records: ptr(0)},
+			{req: req.with(func(r *request) { r.body = []byte(`{"amount":12}`) }), status: 413, problem: dedupe.ProblemBodyTooLarge, records: ptr(0)},
 			{req: req.with(func(r *request) { r.body = []byte(`{"amount":1}`) }), status: 201, runs: 1, records: ptr(1)},
 			{req: req.with(func(r *request) { r.method = "GET" }), status: 201, runs: 2, records: ptr(1)},
+		}},
+		// 1 MiB is written out, not taken from DefaultMaxBodyBytes, so that
+		// a change to the default fails here.
+		{name: "default body limit is 1 MiB", handler: ignoreBody, steps: []step{
+			{req: req.with(func(r *request) { r.body = bytes.Repeat([]byte("a"), 1<<20+1) }), status: 413, problem: dedupe.ProblemBodyTooLarge, records: ptr(0)},
+			{req: req.with(func(r *request) { r.body = bytes.Repeat([]byte("a"), 1<<20) }), status: 201, runs: 1, records: ptr(1)},
+		}},
+		{name: "negative body limit means none", cfg: &dedupe.HTTPConfig{MaxBodyBytes: -1}, handler: ignoreBody, steps: []step{
+			{req: req.with(func(r *request) { r.body = bytes.Repeat([]byte("a"), 1<<20+1) }), status: 201, runs: 1, records: ptr(1)},
 		}},
 		{name: "base64 body over the limit is 413", cfg: &dedupe.HTTPConfig{MaxBodyBytes: 8}, steps: []step{
 			{req: req.with(func(r *request) { r.body, r.base64 = bytes.Repeat([]byte{0xff}, 9), true }), status: 413, problem: dedupe.ProblemBodyTooLarge},

@@ -229,8 +229,8 @@ func equalReport(a, b dynamostore.ReapReport) bool {
 func TestReapRace(t *testing.T) {
 	r := newRig(t)
 	s := r.store(t, dynamostore.Options{})
-	keys, tokens := seedInFlight(t, s, stranded{prefix: "race", n: 4, claimed: 10 * time.Minute, lease: time.Minute})
-	takeover, completed, released, untouched := keys[0], keys[1], keys[2], keys[3]
+	keys, tokens := seedInFlight(t, s, stranded{prefix: "race", n: 5, claimed: 10 * time.Minute, lease: time.Minute})
+	takeover, completed, released, untouched, staleTakeover := keys[0], keys[1], keys[2], keys[3], keys[4]
 	ctx := context.Background()
 
 	var mu sync.Mutex
@@ -246,6 +246,9 @@ func TestReapRace(t *testing.T) {
 				Result: dedupe.Result{StatusCode: 200}, Now: base, ExpiresAt: base.Add(time.Hour)})
 		case released: // the slow owner gives up and releases
 			err = s.Release(ctx, key, tokens[2])
+		case staleTakeover: // a retry claims the key with a lease that is itself already past the cutoff
+			_, err = s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "stale-owner",
+				Now: base.Add(-5 * time.Minute), LeaseUntil: base.Add(-2 * time.Minute), ExpiresAt: base.Add(time.Hour)})
 		}
 		if err != nil {
 			mu.Lock()
@@ -260,18 +263,70 @@ func TestReapRace(t *testing.T) {
 	if len(hookErrs) > 0 {
 		t.Fatalf("hook: %v", hookErrs)
 	}
-	want := dynamostore.ReapReport{Found: 4, Cleared: 1, Skipped: 3, Pages: dynamostore.DefaultShards, ItemsRead: 4}
+	want := dynamostore.ReapReport{Found: 5, Cleared: 1, Skipped: 4, Pages: dynamostore.DefaultShards, ItemsRead: 5}
 	if !equalReport(report, want) {
 		t.Errorf("got %+v, want %+v", report, want)
 	}
 	if rec, err := s.Get(ctx, takeover, base); err != nil || rec.Token != "new-owner" {
 		t.Errorf("taken-over record = %+v, %v; want it kept with the new owner", rec, err)
 	}
+	// Its lease alone would let the delete through: only the owner read by
+	// the query fences it.
+	if rec, err := s.Get(ctx, staleTakeover, base); err != nil || rec.Token != "stale-owner" {
+		t.Errorf("record taken over with a stale lease = %+v, %v; want it kept with the new owner", rec, err)
+	}
 	if rec, err := s.Get(ctx, completed, base); err != nil || rec.Status != dedupe.StatusCompleted {
 		t.Errorf("completed record = %+v, %v; want it kept COMPLETED", rec, err)
 	}
 	if r.exists(t, untouched) {
 		t.Errorf("untouched stranded record survived")
+	}
+}
+
+// TestReapGrace checks which lease ends the grace protects, the default
+// one included: 30 s, written out so that a change to the default fails
+// here.
+func TestReapGrace(t *testing.T) {
+	leaseEnds := []struct {
+		prefix  string
+		claimed time.Duration // the lease is a minute
+	}{
+		{"live", 0},                    // lease ends in a minute
+		{"past3s", 63 * time.Second},   // lease ended 3 s ago
+		{"past10s", 70 * time.Second},  // 10 s ago
+		{"past40s", 100 * time.Second}, // 40 s ago
+	}
+	tests := []struct {
+		name    string
+		grace   time.Duration
+		cleared []string // prefixes; the others are kept
+	}{
+		{"zero means 30s", 0, []string{"past40s"}},
+		{"configured", 5 * time.Second, []string{"past10s", "past40s"}},
+		{"negative means none", -time.Hour, []string{"past3s", "past10s", "past40s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			s := r.store(t, dynamostore.Options{})
+			keys := map[string]string{}
+			for _, le := range leaseEnds {
+				k, _ := seedInFlight(t, s, stranded{prefix: le.prefix, n: 1, claimed: le.claimed, lease: time.Minute})
+				keys[le.prefix] = k[0]
+			}
+			report, err := s.Reap(context.Background(), dynamostore.ReapOptions{Now: func() time.Time { return base }, Grace: tt.grace})
+			if err != nil {
+				t.Fatalf("Reap: %v", err)
+			}
+			if report.Cleared != len(tt.cleared) {
+				t.Errorf("got %d cleared, want %d (report %+v)", report.Cleared, len(tt.cleared), report)
+			}
+			for prefix, k := range keys {
+				if got, want := r.exists(t, k), !slices.Contains(tt.cleared, prefix); got != want {
+					t.Errorf("%s: got kept %v, want %v", prefix, got, want)
+				}
+			}
+		})
 	}
 }
 

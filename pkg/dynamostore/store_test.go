@@ -241,27 +241,34 @@ func TestClaimRecordVanished(t *testing.T) {
 
 func TestResultEncoding(t *testing.T) {
 	r := newRig(t)
-	s := r.store(t, dynamostore.Options{})
 	random := make([]byte, 10<<10)
 	_, _ = rand.Read(random)
+	compressible := bytes.Repeat([]byte(`{"id":"pay_123","amount":4200,"currency":"EUR"},`), 5000)
+	// The default threshold, 4 KiB, is written out rather than taken from
+	// DefaultCompressAbove, so that a change to the default fails here.
 	tests := []struct {
 		name         string
+		opts         dynamostore.Options
 		result       dedupe.Result
 		wantEncoding string // "" means no res_body attribute
 	}{
-		{"empty body", dedupe.Result{StatusCode: 204}, ""},
-		{"binary body", dedupe.Result{StatusCode: 200, Body: []byte{0, 1, 0xff, '\n'}}, dynamostore.EncodingIdentity},
-		{"at threshold", dedupe.Result{Body: bytes.Repeat([]byte("a"), dynamostore.DefaultCompressAbove)}, dynamostore.EncodingIdentity},
-		{"large compressible", dedupe.Result{
+		{"empty body", dynamostore.Options{}, dedupe.Result{StatusCode: 204}, ""},
+		{"binary body", dynamostore.Options{}, dedupe.Result{StatusCode: 200, Body: []byte{0, 1, 0xff, '\n'}}, dynamostore.EncodingIdentity},
+		{"at threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4096)}, dynamostore.EncodingIdentity},
+		{"one byte over threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4097)}, dynamostore.EncodingGzip},
+		{"large compressible", dynamostore.Options{}, dedupe.Result{
 			StatusCode: 200,
 			Headers:    map[string][]string{"Content-Type": {"application/json"}, "X-Multi": {"1", "2"}},
-			Body:       bytes.Repeat([]byte(`{"id":"pay_123","amount":4200,"currency":"EUR"},`), 5000),
+			Body:       compressible,
 		}, dynamostore.EncodingGzip},
-		{"large incompressible", dedupe.Result{StatusCode: 200, Body: random}, dynamostore.EncodingIdentity},
+		{"large incompressible", dynamostore.Options{}, dedupe.Result{StatusCode: 200, Body: random}, dynamostore.EncodingIdentity},
+		{"configured threshold", dynamostore.Options{CompressAbove: 100}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 101)}, dynamostore.EncodingGzip},
+		{"negative threshold never compresses", dynamostore.Options{CompressAbove: -1}, dedupe.Result{Body: compressible}, dynamostore.EncodingIdentity},
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			s := r.store(t, tt.opts)
 			key := "enc-" + rand.Text()
 			if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "t", Now: base,
 				LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"ReplayCompleted", testReplayCompleted},
 		{"GetMissing", testGetMissing},
 		{"ExpiredRecordIsAbsent", testExpiredIsAbsent},
+		{"ClaimExpiredRecord", testClaimExpired},
 		{"ExpiryHasSecondPrecision", testExpirySeconds},
 		{"LeaseTakeover", testLeaseTakeover},
 		{"CompletedIgnoresLease", testCompletedIgnoresLease},
@@ -45,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"ReleaseByOther", testReleaseOther},
 		{"ReleaseMissing", testReleaseMissing},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"ResultSharesNoMemory", testResultSharesNoMemory},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,6 +187,26 @@ func testExpiredIsAbsent(t *testing.T, s dedupe.Store) {
 	rec := mustClaim(t, s, claimReq(k, "tok-b", later, 30*time.Second), true)
 	if rec.Token != "tok-b" || rec.Status != dedupe.StatusInProgress || rec.Result != nil {
 		t.Errorf("record after claiming expired key = %+v, want fresh tok-b", rec)
+	}
+}
+
+// testClaimExpired claims a completed record once it has expired, with no
+// Get before the claim: the claim alone must see the expiry (stores may
+// drop expired records on Get, which would hide a claim that does not).
+func testClaimExpired(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	if err := complete(s, k, "tok-a", base, sampleResult()); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	// Alive within the expiry's own second, expired one second later.
+	rec := mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Hour+999*time.Millisecond), 30*time.Second), false)
+	if rec.Token != "tok-a" || rec.Status != dedupe.StatusCompleted {
+		t.Errorf("record before expiry = %+v, want tok-a COMPLETED", rec)
+	}
+	rec = mustClaim(t, s, claimReq(k, "tok-c", base.Add(time.Hour+time.Second), 30*time.Second), true)
+	if rec.Token != "tok-c" || rec.Status != dedupe.StatusInProgress || rec.Result != nil {
+		t.Errorf("record after claiming expired key = %+v, want fresh tok-c", rec)
 	}
 }
 
@@ -346,5 +368,44 @@ func testConcurrentClaims(t *testing.T, s dedupe.Store) {
 		if rec.Token != winners[0] {
 			t.Fatalf("loser saw token %q, want the winner's %q", rec.Token, winners[0])
 		}
+	}
+}
+
+// testResultSharesNoMemory changes the result a caller passed to Complete
+// and the records Claim and Get handed out: the stored result must not
+// change with them.
+func testResultSharesNoMemory(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	ctx := context.Background()
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	passed := sampleResult()
+	if err := complete(s, k, "tok-a", base, passed); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	scribble := func(r *dedupe.Result) {
+		r.Body[0] = 'X'
+		r.Headers["X-Multi"][0] = "changed"
+		r.Headers["X-Added"] = []string{"added"}
+	}
+	scribble(&passed)
+	dup := mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Second), 30*time.Second), false)
+	if dup.Result == nil {
+		t.Fatalf("duplicate claim = %+v, want the stored result", dup)
+	}
+	if want := sampleResult(); !equalResult(*dup.Result, want) {
+		t.Errorf("after changing the result passed to Complete: got %+v, want %+v", *dup.Result, want)
+	}
+	scribble(dup.Result)
+	got, err := s.Get(ctx, k, base.Add(time.Second))
+	if err != nil || got.Result == nil {
+		t.Fatalf("Get = %+v, %v; want the stored result", got, err)
+	}
+	if want := sampleResult(); !equalResult(*got.Result, want) {
+		t.Errorf("after changing the record Claim returned: got %+v, want %+v", *got.Result, want)
+	}
+	scribble(got.Result)
+	again, err := s.Get(ctx, k, base.Add(time.Second))
+	if err != nil || again.Result == nil || !equalResult(*again.Result, sampleResult()) {
+		t.Errorf("after changing the record Get returned: got %+v, %v; want %+v", again.Result, err, sampleResult())
 	}
 }
