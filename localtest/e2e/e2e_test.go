@@ -465,9 +465,13 @@ func TestKeysAreScopedByCaller(t *testing.T) {
 		t.Fatalf("got alice %d, bob %d replayed=%v; want two fresh 201s", a.status, b.status, b.replayed())
 	}
 	var pa, pb payment
-	_ = json.Unmarshal(a.body, &pa)
-	_ = json.Unmarshal(b.body, &pb)
-	if pa.ID == "" || pa.ID == pb.ID {
+	if err := json.Unmarshal(a.body, &pa); err != nil {
+		t.Fatalf("alice: body %s: %v", a.body, err)
+	}
+	if err := json.Unmarshal(b.body, &pb); err != nil {
+		t.Fatalf("bob: body %s: %v", b.body, err)
+	}
+	if pa.ID == "" || pb.ID == "" || pa.ID == pb.ID {
 		t.Errorf("got payment ids %q and %q, want each caller its own payment", pa.ID, pb.ID)
 	}
 	if r := pay(t, key, c, alice); !sameReply(a, r) || !r.replayed() {
@@ -520,9 +524,8 @@ func TestStoreOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	if got := charged(t, c); got != 0 {
-		t.Errorf("got %d payments for the refused request, want 0", got)
-	}
+	// The restart emptied the payments table, so it cannot tell whether the
+	// refused request was charged: the log check above does.
 	var after reply
 	if !eventually(20*time.Second, 200*time.Millisecond, func() bool {
 		after = pay(t, key, c, "")

@@ -416,32 +416,35 @@ func testTimeout(t *testing.T, e *env) {
 
 func testInvalid(t *testing.T, e *env) {
 	tests := []struct {
-		name  string
-		body  string
-		field string
+		name   string
+		body   string
+		field  string
+		reason string // a part of the first error's reason; "" is not checked
 	}{
-		{"empty body", ``, "body"},
-		{"not JSON", `amount=1`, "body"},
-		{"array", `[1]`, "body"},
-		{"two objects", `{"amount":1,"currency":"EUR","source":"tok_visa"} {}`, "body"},
-		{"missing amount", `{"currency":"EUR","source":"tok_visa"}`, "amount"},
-		{"zero amount", charge(0, payments.TokVisa), "amount"},
-		{"negative amount", charge(-5, payments.TokVisa), "amount"},
-		{"fractional amount", `{"amount":12.5,"currency":"EUR","source":"tok_visa"}`, "amount"},
-		{"amount as string", `{"amount":"12","currency":"EUR","source":"tok_visa"}`, "amount"},
-		{"amount too large", charge(payments.MaxAmount+1, payments.TokVisa), "amount"},
-		{"missing currency", `{"amount":1,"source":"tok_visa"}`, "currency"},
-		{"short currency", `{"amount":1,"currency":"EU","source":"tok_visa"}`, "currency"},
-		{"currency with digit", `{"amount":1,"currency":"EU1","source":"tok_visa"}`, "currency"},
-		{"missing source", `{"amount":1,"currency":"EUR"}`, "source"},
-		{"unknown source", charge(1, "tok_unknown"), "source"},
-		{"unknown field", `{"amount":1,"currency":"EUR","source":"tok_visa","capture":false}`, "capture"},
+		{"empty body", ``, "body", ""},
+		{"not JSON", `amount=1`, "body", ""},
+		{"array", `[1]`, "body", ""},
+		{"two objects", `{"amount":1,"currency":"EUR","source":"tok_visa"} {}`, "body", ""},
+		{"missing amount", `{"currency":"EUR","source":"tok_visa"}`, "amount", "is required"},
+		{"null amount", `{"amount":null,"currency":"EUR","source":"tok_visa"}`, "amount", "is required"},
+		{"zero amount", charge(0, payments.TokVisa), "amount", "from 1 to"},
+		{"negative amount", charge(-5, payments.TokVisa), "amount", ""},
+		{"fractional amount", `{"amount":12.5,"currency":"EUR","source":"tok_visa"}`, "amount", ""},
+		{"amount as string", `{"amount":"12","currency":"EUR","source":"tok_visa"}`, "amount", ""},
+		{"amount too large", charge(payments.MaxAmount+1, payments.TokVisa), "amount", ""},
+		{"missing currency", `{"amount":1,"source":"tok_visa"}`, "currency", ""},
+		{"short currency", `{"amount":1,"currency":"EU","source":"tok_visa"}`, "currency", ""},
+		{"currency with digit", `{"amount":1,"currency":"EU1","source":"tok_visa"}`, "currency", ""},
+		{"missing source", `{"amount":1,"currency":"EUR"}`, "source", "is required"},
+		{"source too long", charge(1, strings.Repeat("x", 65)), "source", "at most 64"},
+		{"unknown source", charge(1, "tok_unknown"), "source", "no such card token"},
+		{"unknown field", `{"amount":1,"currency":"EUR","source":"tok_visa","capture":false}`, "capture", ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := wantProblem(t, e.send(create(t, fmt.Sprintf("invalid-%d", i), tt.body)), 400, payments.ProblemInvalidRequest)
-			if len(p.Errors) == 0 || p.Errors[0].Field != tt.field {
-				t.Errorf("errors = %+v, want one about %q", p.Errors, tt.field)
+			if len(p.Errors) == 0 || p.Errors[0].Field != tt.field || !strings.Contains(p.Errors[0].Reason, tt.reason) {
+				t.Errorf("errors = %+v, want one about %q (%q)", p.Errors, tt.field, tt.reason)
 			}
 		})
 	}
@@ -452,6 +455,11 @@ func testInvalid(t *testing.T, e *env) {
 	r := e.send(create(t, "lower", `{"amount":1,"currency":"usd","source":"tok_visa"}`))
 	if p := decode[payments.Payment](t, r); r.StatusCode != 201 || p.Currency != "USD" {
 		t.Errorf("got %d %s, want 201 in USD", r.StatusCode, r.Body)
+	}
+	// The largest amount, twelve nines, is accepted.
+	r = e.send(create(t, "max", `{"amount":999999999999,"currency":"EUR","source":"tok_visa"}`))
+	if p := decode[payments.Payment](t, r); r.StatusCode != 201 || p.Amount != 999_999_999_999 {
+		t.Errorf("got %d %s, want 201 for 999999999999", r.StatusCode, r.Body)
 	}
 }
 
@@ -549,5 +557,37 @@ func testConcurrent(t *testing.T, e *env) {
 func TestNewRequiresRepository(t *testing.T) {
 	if _, err := payments.New(payments.Config{}); err == nil {
 		t.Error("New without a Repository: got nil error")
+	}
+}
+
+// downRepo fails every Put while down is set. It is fault injection only:
+// everything else goes to the working memory repository.
+type downRepo struct {
+	*memoryRepo
+	down atomic.Bool
+}
+
+func (r *downRepo) Put(ctx context.Context, p payments.Payment) error {
+	if r.down.Load() {
+		return fmt.Errorf("put payment %s: connection refused", p.ID)
+	}
+	return r.memoryRepo.Put(ctx, p)
+}
+
+// TestRepositoryUnavailable: when the payments table fails, the answer is a
+// 503 with Retry-After, which releases the key, so the retry runs again.
+func TestRepositoryUnavailable(t *testing.T) {
+	repo := &downRepo{memoryRepo: newMemoryRepo()}
+	repo.down.Store(true)
+	e := newEnv(t, backend{"down", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
+	req := create(t, "down-1", charge(1250, payments.TokVisa))
+	r := e.send(req)
+	wantProblem(t, r, 503, payments.ProblemUnavailable)
+	if ra := r.Headers["Retry-After"]; ra != "1" {
+		t.Errorf("Retry-After = %q, want 1", ra)
+	}
+	repo.down.Store(false)
+	if r := e.send(req); r.StatusCode != 201 || r.Headers[dedupe.HeaderReplayed] != "" {
+		t.Errorf("retry: got %d %v %s, want a fresh 201", r.StatusCode, r.Headers, r.Body)
 	}
 }
