@@ -158,10 +158,22 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		Created:  a.now().UTC().Truncate(time.Millisecond),
 	}
 	if err := a.repo.Put(ctx, p); err != nil {
-		a.log.Error("payments: record payment failed", "id", p.ID, "amount", amount, "status", status, "err", err)
-		return unavailable(), nil
+		if status != StatusSucceeded {
+			// Nothing was charged: a 503 releases the key and the retry
+			// runs again, harmlessly.
+			a.log.Error("payments: record declined payment failed", "id", p.ID, "err", err)
+			return unavailable(), nil
+		}
+		// The card was charged. Answering 5xx would release the key and
+		// let the client's retry charge the card a second time, so the
+		// charge is answered as it happened (and stored for replay), and
+		// the missing row is logged with everything needed to reconcile.
+		a.log.Error("payments: card charged but payment not recorded: reconcile",
+			"id", p.ID, "amount", p.Amount, "currency", p.Currency, "source", p.Source,
+			"created", p.Created, "err", err)
+	} else {
+		a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
 	}
-	a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
 
 	if status == StatusDeclined {
 		return problem(http.StatusPaymentRequired, ProblemCardDeclined, "Card declined",

@@ -574,20 +574,43 @@ func (r *downRepo) Put(ctx context.Context, p payments.Payment) error {
 	return r.memoryRepo.Put(ctx, p)
 }
 
-// TestRepositoryUnavailable: when the payments table fails, the answer is a
-// 503 with Retry-After, which releases the key, so the retry runs again.
+// TestRepositoryUnavailable: when the payments table fails, nothing may
+// be charged twice. A successful charge is answered as it happened and
+// stored for replay, so the client's retry gets the same payment instead
+// of a second charge; a decline (nothing charged) answers 503 with
+// Retry-After and releases the key, so its retry runs again.
 func TestRepositoryUnavailable(t *testing.T) {
-	repo := &downRepo{memoryRepo: newMemoryRepo()}
-	repo.down.Store(true)
-	e := newEnv(t, backend{"down", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
-	req := create(t, "down-1", charge(1250, payments.TokVisa))
-	r := e.send(req)
-	wantProblem(t, r, 503, payments.ProblemUnavailable)
-	if ra := r.Headers["Retry-After"]; ra != "1" {
-		t.Errorf("Retry-After = %q, want 1", ra)
-	}
-	repo.down.Store(false)
-	if r := e.send(req); r.StatusCode != 201 || r.Headers[dedupe.HeaderReplayed] != "" {
-		t.Errorf("retry: got %d %v %s, want a fresh 201", r.StatusCode, r.Headers, r.Body)
-	}
+	t.Run("charged", func(t *testing.T) {
+		repo := &downRepo{memoryRepo: newMemoryRepo()}
+		repo.down.Store(true)
+		e := newEnv(t, backend{"down", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
+		req := create(t, "down-1", charge(1250, payments.TokVisa))
+		first := e.send(req)
+		if first.StatusCode != 201 {
+			t.Fatalf("got %d %s, want 201: the card was charged", first.StatusCode, first.Body)
+		}
+		repo.down.Store(false)
+		retry := e.send(req)
+		if retry.StatusCode != 201 || retry.Headers[dedupe.HeaderReplayed] != "true" || retry.Body != first.Body {
+			t.Errorf("retry: got %d %v %s, want a replay of %s", retry.StatusCode, retry.Headers, retry.Body, first.Body)
+		}
+		if n := e.proc.charges.Load(); n != 1 {
+			t.Errorf("charges = %d, want 1", n)
+		}
+	})
+	t.Run("declined", func(t *testing.T) {
+		repo := &downRepo{memoryRepo: newMemoryRepo()}
+		repo.down.Store(true)
+		e := newEnv(t, backend{"down", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
+		req := create(t, "down-2", charge(1250, payments.TokChargeDeclined))
+		r := e.send(req)
+		wantProblem(t, r, 503, payments.ProblemUnavailable)
+		if ra := r.Headers["Retry-After"]; ra != "1" {
+			t.Errorf("Retry-After = %q, want 1", ra)
+		}
+		repo.down.Store(false)
+		if r := e.send(req); r.StatusCode != 402 || r.Headers[dedupe.HeaderReplayed] != "" {
+			t.Errorf("retry: got %d %v %s, want a fresh 402", r.StatusCode, r.Headers, r.Body)
+		}
+	})
 }

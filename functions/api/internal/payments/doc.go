@@ -26,4 +26,11 @@
 // real processor records declined charges too. GET /payments therefore
 // lists both; count the "succeeded" ones to know what was charged.
 // Nothing is written for a processor failure, a panic or a timeout.
+//
+// If the payments table fails after the card was charged, the charge is
+// still answered 201 (and stored for replay by dedupe), and the missing
+// row is logged at ERROR with everything needed to reconcile it: a 5xx
+// would release the idempotency key and let the client's retry charge the
+// card again. A decline that cannot be recorded charged nothing, so it is
+// answered 503 with Retry-After and its retry runs again.
 package payments
