@@ -33,23 +33,15 @@ import (
 // adapter makes itself (400, 409, 413, 422, 503) is a response with a nil
 // error.
 func HTTPAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	core := newHTTPCore(g, cfg)
-	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		var resp events.APIGatewayV2HTTPResponse
-		res, respond, err := core.serve(ctx, (*v2Event)(&req), func(ctx context.Context, guarded bool) (Result, error) {
-			var err error
-			resp, err = h(ctx, req)
-			if err != nil || !guarded {
-				return Result{}, err
-			}
-			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded), nil
+	return lambdaAdapter(g, cfg, h,
+		func(req *events.APIGatewayV2HTTPRequest) httpEvent { return (*v2Event)(req) },
+		func(resp events.APIGatewayV2HTTPResponse) Result {
+			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded)
+		},
+		func(res Result) events.APIGatewayV2HTTPResponse {
+			r := replayCookieResponse(res)
+			return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}
 		})
-		if err != nil || !respond {
-			return resp, err
-		}
-		r := replayCookieResponse(res)
-		return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}, nil
-	}
 }
 
 // RESTAPI wraps an API Gateway REST API handler (Lambda proxy integration,
@@ -66,36 +58,53 @@ func HTTPAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewa
 // repeated ones in MultiValueHeaders, with the body and isBase64Encoded as
 // first sent.
 func RESTAPI(g *Guard, cfg *HTTPConfig, h func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	return lambdaAdapter(g, cfg, h,
+		func(req *events.APIGatewayProxyRequest) httpEvent { return (*v1Event)(req) },
+		func(resp events.APIGatewayProxyResponse) Result {
+			hdr := eventHeaders(resp.Headers, resp.MultiValueHeaders, nil)
+			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}
+		},
+		func(res Result) events.APIGatewayProxyResponse {
+			out := events.APIGatewayProxyResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
+			for k, vs := range res.Headers {
+				switch {
+				case isPseudo(k):
+				case len(vs) == 1:
+					out.Headers[k] = vs[0]
+				default:
+					if out.MultiValueHeaders == nil {
+						out.MultiValueHeaders = make(map[string][]string)
+					}
+					out.MultiValueHeaders[k] = vs
+				}
+			}
+			out.Body, out.IsBase64Encoded = replayBody(res)
+			return out
+		})
+}
+
+// lambdaAdapter is the one wrapper behind HTTPAPI, RESTAPI and
+// FunctionURL. Each supplies only what is particular to its event type:
+// how to view a request (view), how to record a response (toResult) and
+// how to rebuild one from a stored result (fromResult). The handler's own
+// response is returned untouched on a fresh run or a pass-through.
+func lambdaAdapter[Req, Resp any](g *Guard, cfg *HTTPConfig, h func(context.Context, Req) (Resp, error),
+	view func(*Req) httpEvent, toResult func(Resp) Result, fromResult func(Result) Resp) func(context.Context, Req) (Resp, error) {
 	core := newHTTPCore(g, cfg)
-	return func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		var resp events.APIGatewayProxyResponse
-		res, respond, err := core.serve(ctx, (*v1Event)(&req), func(ctx context.Context, guarded bool) (Result, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		var resp Resp
+		res, respond, err := core.serve(ctx, view(&req), func(ctx context.Context, guarded bool) (Result, error) {
 			var err error
 			resp, err = h(ctx, req)
 			if err != nil || !guarded {
 				return Result{}, err
 			}
-			hdr := eventHeaders(resp.Headers, resp.MultiValueHeaders, nil)
-			return Result{StatusCode: resp.StatusCode, Headers: hdr, Body: storeBody(hdr, resp.Body, resp.IsBase64Encoded)}, nil
+			return toResult(resp), nil
 		})
 		if err != nil || !respond {
 			return resp, err
 		}
-		out := events.APIGatewayProxyResponse{StatusCode: res.StatusCode, Headers: make(map[string]string, len(res.Headers))}
-		for k, vs := range res.Headers {
-			switch {
-			case isPseudo(k):
-			case len(vs) == 1:
-				out.Headers[k] = vs[0]
-			default:
-				if out.MultiValueHeaders == nil {
-					out.MultiValueHeaders = make(map[string][]string)
-				}
-				out.MultiValueHeaders[k] = vs
-			}
-		}
-		out.Body, out.IsBase64Encoded = replayBody(res)
-		return out, nil
+		return fromResult(res), nil
 	}
 }
 

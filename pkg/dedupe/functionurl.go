@@ -19,23 +19,15 @@ import (
 // byte, plus Idempotent-Replayed: true; repeated header values, which a
 // Function URL response cannot carry separately, are joined with commas.
 func FunctionURL(g *Guard, cfg *HTTPConfig, h func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-	core := newHTTPCore(g, cfg)
-	return func(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-		var resp events.LambdaFunctionURLResponse
-		res, respond, err := core.serve(ctx, (*urlEvent)(&req), func(ctx context.Context, guarded bool) (Result, error) {
-			var err error
-			resp, err = h(ctx, req)
-			if err != nil || !guarded {
-				return Result{}, err
-			}
-			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded), nil
+	return lambdaAdapter(g, cfg, h,
+		func(req *events.LambdaFunctionURLRequest) httpEvent { return (*urlEvent)(req) },
+		func(resp events.LambdaFunctionURLResponse) Result {
+			return cookieResult(resp.StatusCode, resp.Headers, resp.Cookies, resp.Body, resp.IsBase64Encoded)
+		},
+		func(res Result) events.LambdaFunctionURLResponse {
+			r := replayCookieResponse(res)
+			return events.LambdaFunctionURLResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}
 		})
-		if err != nil || !respond {
-			return resp, err
-		}
-		r := replayCookieResponse(res)
-		return events.LambdaFunctionURLResponse{StatusCode: r.status, Headers: r.headers, Cookies: r.cookies, Body: r.body, IsBase64Encoded: r.base64}, nil
-	}
 }
 
 // urlEvent is the httpEvent of a Function URL request.
