@@ -179,25 +179,19 @@ func (t *Template) resource(logicalID string) (map[string]any, bool) {
 	return res, ok
 }
 
-// FindTemplate returns the path of template.yaml in the module root: the
-// nearest directory at or above the working directory that holds a go.mod
-// file. It fails with an error wrapping [ErrNoModuleRoot] when there is
-// none, and wrapping fs.ErrNotExist when the module root has no
-// template.yaml.
-func FindTemplate() (string, error) {
+// ModuleRoot returns the nearest directory at or above the working
+// directory that holds a go.mod file, or an error wrapping
+// [ErrNoModuleRoot] when there is none.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("find template: %w", err)
+		return "", fmt.Errorf("find module root: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			path := filepath.Join(dir, TemplateFile)
-			if _, err := os.Stat(path); err != nil {
-				return "", fmt.Errorf("find template: %w", err)
-			}
-			return path, nil
+			return dir, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("find template: %w", err)
+			return "", fmt.Errorf("find module root: %w", err)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -205,6 +199,22 @@ func FindTemplate() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// FindTemplate returns the path of template.yaml in the module root (see
+// ModuleRoot). It fails with an error wrapping [ErrNoModuleRoot] when there
+// is no module root, and wrapping fs.ErrNotExist when the module root has
+// no template.yaml.
+func FindTemplate() (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, TemplateFile)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("find template: %w", err)
+	}
+	return path, nil
 }
 
 // yamlToJSON decodes a YAML template into generic JSON values, turning the

@@ -62,7 +62,7 @@ func run(m *testing.M) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	root, err := gateway.ModuleRoot()
+	root, err := infra.ModuleRoot()
 	if err != nil {
 		return 0, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,25 +18,6 @@ const (
 	RIEModule  = "github.com/aws/aws-lambda-runtime-interface-emulator"
 	RIEPackage = RIEModule + "/cmd/aws-lambda-rie"
 )
-
-// ModuleRoot returns the nearest directory at or above the working
-// directory that holds a go.mod file.
-func ModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("gateway: no go.mod at or above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // BuildRIE builds the emulator with the go command into out, from the
 // module in root at the version its go.mod requires, unless out already

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/gateway"
 )
 
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	root, err := gateway.ModuleRoot()
+	root, err := infra.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -60,7 +61,7 @@ func buildAndRun(m *testing.M) int {
 // needDynalite skips (or, under CI, fails) when dynalite is not installed.
 func needDynalite(t *testing.T) {
 	t.Helper()
-	root, _ := gateway.ModuleRoot()
+	root, _ := infra.ModuleRoot()
 	if _, err := os.Stat(filepath.Join(root, "localtest", "node_modules", ".bin", "dynalite")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("dynalite not installed (run `npm ci --prefix localtest`): %v", err)

@@ -37,7 +37,7 @@ type options struct {
 // run starts the stack, prints where it listens, serves until ctx ends,
 // then stops everything it started.
 func run(ctx context.Context, o options, out io.Writer) error {
-	root, err := gateway.ModuleRoot()
+	root, err := infra.ModuleRoot()
 	if err != nil {
 		return err
 	}
