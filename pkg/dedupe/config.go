@@ -33,8 +33,9 @@ type Config struct {
 	// Zero means DefaultLease.
 	DefaultLease time.Duration
 
-	// MaxLease caps the lease derived from the context deadline. Zero
-	// means DefaultMaxLease.
+	// MaxLease caps the part of the lease derived from the context
+	// deadline; LeaseMargin is added after the cap. Zero means
+	// DefaultMaxLease.
 	MaxLease time.Duration
 
 	// LeaseMargin is added to the time left until the context deadline, so
@@ -42,10 +43,12 @@ type Config struct {
 	// Zero means DefaultLeaseMargin.
 	LeaseMargin time.Duration
 
-	// FailOpen lets the function run without a claim when the store fails.
-	// The guard then returns the function's result with an error wrapping
-	// ErrRanUnguarded. The default, false, fails closed: the function does
-	// not run and the store error is returned.
+	// FailOpen lets the function run without a claim when the store fails
+	// transiently (ErrStoreUnavailable: throttling, timeouts, an
+	// unreachable endpoint). The guard then returns the function's result
+	// with an error wrapping ErrRanUnguarded. Permanent store errors never
+	// fail open. The default, false, fails closed: the function does not
+	// run and the store error is returned.
 	FailOpen bool
 
 	// Now is the clock. Nil means time.Now.

@@ -60,6 +60,26 @@ var (
 	// is the real one and should be returned to the caller; a retry may
 	// execute the function again once the lease runs out.
 	ErrNotStored = errors.New("dedupe: result not recorded")
+
+	// ErrKeyRejected reports a key a Store refused outright: empty, longer
+	// than MaxStoreKeyBytes, or not valid UTF-8 (see CheckStoreKey), or any
+	// other permanent validation failure of the backend. It is not
+	// transient: the guard answers it as an internal error and never
+	// fails open on it.
+	ErrKeyRejected = errors.New("dedupe: key rejected by the store")
+
+	// ErrResultUnencodable is returned with a valid value by RunJSON when fn
+	// succeeded but its value could not be encoded for storage (a NaN, a
+	// channel). The run was recorded as completed without a result, so it
+	// is never run again; duplicates get ErrResultOmitted.
+	ErrResultUnencodable = errors.New("dedupe: result could not be encoded; recorded without it")
+
+	// ErrNoPrincipal reports a guarded HTTP request whose caller could not
+	// be identified while HTTPConfig.SharedScope is off. The adapters
+	// answer it with 500 and never run the handler: a missing identity is
+	// a configuration error, and guessing would let one caller receive
+	// another's response.
+	ErrNoPrincipal = errors.New("dedupe: no principal for the request and SharedScope is off")
 )
 
 // ConflictError reports a duplicate request that cannot be answered with a
@@ -75,7 +95,7 @@ type ConflictError struct {
 
 // Error implements error.
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("%v (key %q)", e.Err, e.Record.Key)
+	return fmt.Sprintf("%v (%s)", e.Err, KeyRef(e.Record.Key))
 }
 
 // Unwrap returns the sentinel error, so errors.Is(err, ErrInProgress) works.

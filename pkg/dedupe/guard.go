@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // claimAttempts bounds how often the guard claims again when the record it
@@ -78,12 +79,15 @@ func New(store Store, cfg *Config) *Guard {
 // Now returns the guard's clock reading.
 func (g *Guard) Now() time.Time { return g.cfg.Now() }
 
-// Key returns the full, namespaced key the store sees for key.
+// Key returns the key the store sees for key: the guard's prefix, "#" and
+// key, shortened when it is longer than 1024 bytes to its first 960 bytes
+// plus "#sha256:" and the SHA-256 of the whole, so that it always fits a
+// store (MaxStoreKeyBytes) and two different keys never share a record.
 func (g *Guard) Key(key string) string {
 	if g.cfg.Prefix == "" {
-		return key
+		return boundKey(key)
 	}
-	return g.cfg.Prefix + "#" + key
+	return boundKey(g.cfg.Prefix + "#" + key)
 }
 
 // Run is Do without a Keep predicate: every successful result is stored.
@@ -93,6 +97,10 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 
 // Do claims call.Key and runs fn once, or answers a duplicate.
 //
+// The key must be non-empty valid UTF-8; anything else returns
+// ErrInvalidKey and runs nothing. Keys of any length are accepted (see
+// Key).
+//
 // On a fresh key it runs fn and stores its result (Outcome.Stored). If fn
 // returns an error or panics, the key is released and the error returned
 // (a panic is re-raised after the release).
@@ -100,19 +108,23 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 // On a duplicate it never runs fn. It returns the stored result with
 // Outcome.Replayed set; a *ConflictError wrapping ErrInProgress while the
 // first call still holds its lease, or wrapping ErrFingerprintMismatch
-// when the fingerprint differs; or ErrResultOmitted when the first result
-// was too large to keep.
+// when the fingerprint differs (also after the first call's lease ran
+// out: only the same request may take a stranded key over); or
+// ErrResultOmitted when the first result was not kept.
 //
 // When the store fails on the claim, Do fails closed: fn does not run and
-// the error (wrapping ErrStoreUnavailable when transient) is returned.
-// With Config.FailOpen, fn runs unguarded and its result comes back with
-// an error wrapping ErrRanUnguarded.
+// the error is returned. A transient failure wraps ErrStoreUnavailable;
+// with Config.FailOpen, and only for such a failure, fn runs unguarded
+// and its result comes back with an error wrapping ErrRanUnguarded. Any
+// other store error (ErrKeyRejected, a malformed record) never runs fn.
 //
 // When fn succeeded but its result could not be recorded, Do returns the
 // result with an error wrapping ErrNotStored (lease lost, store down) or
-// ErrResultTooLarge (recorded as completed without the result).
+// ErrResultTooLarge (recorded as completed without the result). Once fn
+// has succeeded the key is never released for a reason of the guard's
+// own; only Call.Keep may ask for that.
 func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
-	if call.Key == "" {
+	if call.Key == "" || !utf8.ValidString(call.Key) {
 		return Outcome{}, ErrInvalidKey
 	}
 	key := g.Key(call.Key)
@@ -133,14 +145,21 @@ func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
 			ExpiresAt:   leaseUntil.Add(g.cfg.Retention),
 		})
 		if err != nil {
-			return g.storeFailed(ctx, fn, fmt.Errorf("claim %q: %w", key, err))
+			return g.storeFailed(ctx, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err))
 		}
-		if claim.Acquired || (claim.Record.Key != "" && !claim.Record.Free(now)) {
+		rec := claim.Record
+		if !claim.Acquired && rec.Key != "" && rec.Token == token && rec.Status == StatusInProgress {
+			// Our own earlier attempt was applied and its answer lost: the
+			// record is ours. (Stores report this as acquired; this guards
+			// against one that does not.)
+			claim.Acquired = true
+		}
+		if claim.Acquired || (rec.Key != "" && !rec.FreeFor(now, call.Fingerprint, token)) {
 			break
 		}
 		if attempt+1 == claimAttempts {
-			return Outcome{}, fmt.Errorf("claim %q: record changed under %d attempts: %w",
-				key, claimAttempts, ErrStoreUnavailable)
+			return Outcome{}, fmt.Errorf("claim %s: record changed under %d attempts: %w",
+				KeyRef(key), claimAttempts, ErrStoreUnavailable)
 		}
 	}
 
@@ -158,7 +177,7 @@ func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
 	case rec.Status == StatusInProgress:
 		return Outcome{Record: rec}, &ConflictError{Err: ErrInProgress, Record: rec}
 	case rec.ResultOmitted || rec.Result == nil:
-		return Outcome{Replayed: true, Record: rec}, fmt.Errorf("replay %q: %w", rec.Key, ErrResultOmitted)
+		return Outcome{Replayed: true, Record: rec}, fmt.Errorf("replay %s: %w", KeyRef(rec.Key), ErrResultOmitted)
 	}
 	// Stores hand out records that share no memory with them (see Get), so
 	// the stored result is the caller's to keep without another copy.
@@ -168,16 +187,18 @@ func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func) (Outcome, error) {
 	result, err := g.invoke(ctx, key, token, fn)
-	if err != nil {
+	var unencodable *unencodableError
+	omit := errors.As(err, &unencodable)
+	if err != nil && !omit {
 		if rerr := g.release(ctx, key, token); rerr != nil {
 			return Outcome{Record: rec}, errors.Join(err, rerr)
 		}
 		return Outcome{Record: rec}, err
 	}
 	out := Outcome{Result: result, Record: rec}
-	if call.Keep != nil && !call.Keep(result) {
+	if !omit && call.Keep != nil && !call.Keep(result) {
 		if rerr := g.release(ctx, key, token); rerr != nil {
-			g.cfg.Logger.Warn("dedupe: release after unkept result failed", "key", key, "err", rerr)
+			g.cfg.Logger.Warn("dedupe: release after unkept result failed", "key", KeyRef(key), "err", rerr)
 		}
 		return out, nil
 	}
@@ -188,28 +209,40 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 	for attempt := 1; ; attempt++ {
 		now := g.cfg.Now()
 		err = g.store.Complete(cctx, CompleteRequest{
-			Key:       key,
-			Token:     token,
-			Result:    result,
-			Now:       now,
-			ExpiresAt: now.Add(g.cfg.Retention),
+			Key:        key,
+			Token:      token,
+			Result:     result,
+			Now:        now,
+			ExpiresAt:  now.Add(g.cfg.Retention),
+			OmitResult: omit,
 		})
 		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
 			break
 		}
 	}
 	switch {
+	case err == nil && omit:
+		g.cfg.Logger.Warn("dedupe: result not encodable, recorded without it", "key", KeyRef(key), "err", unencodable.err)
+		return out, fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrResultUnencodable, unencodable.err)
 	case err == nil:
 		out.Stored = true
 		return out, nil
 	case errors.Is(err, ErrResultTooLarge):
-		g.cfg.Logger.Warn("dedupe: result too large, stored without it", "key", key, "bytes", len(result.Body))
-		return out, fmt.Errorf("complete %q: %w", key, err)
+		g.cfg.Logger.Warn("dedupe: result too large, stored without it", "key", KeyRef(key), "bytes", len(result.Body))
+		return out, fmt.Errorf("complete %s: %w", KeyRef(key), err)
 	default:
-		g.cfg.Logger.Warn("dedupe: result not recorded", "key", key, "err", err)
-		return out, fmt.Errorf("complete %q: %w: %w", key, ErrNotStored, err)
+		g.cfg.Logger.Warn("dedupe: result not recorded", "key", KeyRef(key), "err", err)
+		return out, fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrNotStored, err)
 	}
 }
+
+// unencodableError is what a Func returns when its work succeeded but its
+// result cannot be encoded: the guard then records the run as completed
+// without a result instead of releasing the key (see RunJSON).
+type unencodableError struct{ err error }
+
+func (e *unencodableError) Error() string { return "encode result: " + e.err.Error() }
+func (e *unencodableError) Unwrap() error { return e.err }
 
 // invoke runs fn, releasing the key and re-panicking if fn panics.
 func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result Result, err error) {
@@ -217,7 +250,7 @@ func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result 
 	defer func() {
 		if panicking {
 			if rerr := g.release(ctx, key, token); rerr != nil {
-				g.cfg.Logger.Warn("dedupe: release after panic failed", "key", key, "err", rerr)
+				g.cfg.Logger.Warn("dedupe: release after panic failed", "key", KeyRef(key), "err", rerr)
 			}
 		}
 	}()
@@ -229,14 +262,17 @@ func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result 
 // release gives the key back after failed work.
 func (g *Guard) release(ctx context.Context, key, token string) error {
 	if err := g.store.Release(context.WithoutCancel(ctx), key, token); err != nil {
-		return fmt.Errorf("release %q: %w", key, err)
+		return fmt.Errorf("release %s: %w", KeyRef(key), err)
 	}
 	return nil
 }
 
 // storeFailed applies the fail-closed or fail-open policy to a claim error.
+// Only a transient failure (ErrStoreUnavailable) may fail open: a
+// permanent one would fail the same way on every retry, and running
+// unguarded each time would let a client bypass idempotency at will.
 func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outcome, error) {
-	if !g.cfg.FailOpen {
+	if !g.cfg.FailOpen || !errors.Is(claimErr, ErrStoreUnavailable) {
 		return Outcome{}, claimErr
 	}
 	g.cfg.Logger.Warn("dedupe: store failed, running unguarded (fail open)", "err", claimErr)
@@ -248,12 +284,14 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outco
 }
 
 // lease returns the lease for a claim at now: the time left until the
-// context deadline plus LeaseMargin, capped at MaxLease; DefaultLease when
-// the context has no deadline.
+// context deadline, capped at MaxLease, plus LeaseMargin; DefaultLease
+// when the context has no deadline. The margin is added
+// after the cap, so a lease always outlives the invocation that holds it,
+// even one near Lambda's 900 s limit.
 //
 //	now            ctx deadline   lease end
 //	 |------------------|-- margin --|
-//	 (capped at MaxLease from now)
+//	 (the part before the margin capped at MaxLease)
 func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -263,9 +301,8 @@ func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	if d < 0 {
 		d = 0
 	}
-	d += g.cfg.LeaseMargin
 	if d > g.cfg.MaxLease {
 		d = g.cfg.MaxLease
 	}
-	return d
+	return d + g.cfg.LeaseMargin
 }

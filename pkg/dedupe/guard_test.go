@@ -295,7 +295,10 @@ func TestLease(t *testing.T) {
 	}{
 		{"no deadline uses DefaultLease", 0, 5 * time.Minute},
 		{"deadline plus margin", 10 * time.Second, 12 * time.Second},
-		{"capped at MaxLease", time.Hour, 15 * time.Minute},
+		{"capped at MaxLease, then the margin", time.Hour, 15*time.Minute + 2*time.Second},
+		// Issue 9, case 5: a function near Lambda's 900 s limit keeps its
+		// whole margin past its deadline.
+		{"near the cap keeps the margin", 15*time.Minute - time.Second, 15*time.Minute + time.Second},
 		{"past deadline gets the margin", -time.Second, 2 * time.Second},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Header names used by the HTTP adapters.
@@ -160,4 +161,43 @@ func writeEscaped(b *strings.Builder, s string) {
 		}
 		s = s[i+1:]
 	}
+}
+
+// KeyRef returns a short, stable reference to key for logs and errors:
+// "key:" and the first 12 hex digits of its SHA-256. Keys can carry
+// personal data (an e-mail address, an order number), so nothing in this
+// module quotes a whole key; KeyRef lets an operator match log lines to a
+// record (compute it from the stored key) without exposing it.
+func KeyRef(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "key:" + hex.EncodeToString(sum[:6])
+}
+
+// maxReadableKey is the longest stored key kept as it is; longer ones are
+// shortened by boundKey. Hashed keys are always longer than this, so the
+// two forms can never collide.
+const maxReadableKey = 1024
+
+// hashedKeyPrefix is how much of a long key a shortened key keeps in clear.
+const hashedKeyPrefix = 960
+
+// boundKey returns key unchanged when it has at most maxReadableKey bytes,
+// and otherwise its first bytes (up to hashedKeyPrefix, cut at a UTF-8
+// boundary) followed by "#sha256:" and the hex SHA-256 of the whole key.
+// The result is a valid store key whenever key is valid UTF-8, and the
+// mapping is injective: a short key maps to itself, a long one to a form
+// longer than maxReadableKey that only it produces.
+//
+//	len(key) <= 1024   key
+//	len(key)  > 1024   key[:<=960] + "#sha256:" + hex(sha256(key))   (1029..1032 bytes)
+func boundKey(key string) string {
+	if len(key) <= maxReadableKey {
+		return key
+	}
+	cut := hashedKeyPrefix
+	for cut > 0 && !utf8.RuneStart(key[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(key))
+	return key[:cut] + "#sha256:" + hex.EncodeToString(sum[:])
 }

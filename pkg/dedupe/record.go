@@ -84,8 +84,32 @@ func (r Record) LeaseExpired(now time.Time) bool {
 	return r.LeaseExpiresAt.UnixMilli() < now.UnixMilli()
 }
 
-// Free reports whether a claim at now may take the key over: the record
-// has expired, or it is IN_PROGRESS with a lease that has run out.
-func (r Record) Free(now time.Time) bool {
-	return r.Expired(now) || (r.Status == StatusInProgress && r.LeaseExpired(now))
+// Stranded reports whether the record is IN_PROGRESS with a lease that has
+// run out at now, and has not expired: its owner died or timed out, and
+// only a retry of the same request may take it over (see FreeFor).
+func (r Record) Stranded(now time.Time) bool {
+	return !r.Expired(now) && r.Status == StatusInProgress && r.LeaseExpired(now)
+}
+
+// FreeFor reports whether a claim at now by the request with fingerprint
+// fp and owner token may take the key, the rule every Store.Claim
+// applies: the record has expired; or it is IN_PROGRESS and carries
+// token (the owner's own earlier attempt); or it is IN_PROGRESS, its
+// lease has run out and it carries fp.
+//
+//	record state                     same fp     other fp     own token
+//	absent or expired                free        free         free
+//	IN_PROGRESS, lease running       held (409)  held (422)   free
+//	IN_PROGRESS, lease run out       free        held (422)   free
+//	COMPLETED                        replay      held (422)   held
+func (r Record) FreeFor(now time.Time, fp, token string) bool {
+	switch {
+	case r.Expired(now):
+		return true
+	case r.Status != StatusInProgress:
+		return false
+	case token != "" && r.Token == token:
+		return true
+	}
+	return r.LeaseExpired(now) && r.Fingerprint == fp
 }

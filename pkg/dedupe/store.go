@@ -2,7 +2,9 @@ package dedupe
 
 import (
 	"context"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Store persists idempotency records. It is the whole contract between the
@@ -19,22 +21,41 @@ import (
 //     every method, even while the backend still holds it.
 //   - a lease has run out when LeaseExpiresAt.UnixMilli() < Now.UnixMilli().
 //
+// Keys are valid UTF-8 of 1 to MaxStoreKeyBytes bytes; the guard never
+// passes any other (see Guard.Key). A store refuses any other key with an
+// error that wraps ErrKeyRejected, never ErrStoreUnavailable, and changes
+// nothing, so a disagreement about limits surfaces as an error instead of
+// a 503 that invites endless retries.
+//
 // Records returned by Claim and Get belong to the caller: they share no
-// memory (Result headers and body included) with the store.
+// memory (Result headers and body included) with the store. Results round
+// trip byte for byte: header values may hold any bytes (RFC 9110 obs-text
+// such as a Latin-1 filename), and bodies are binary.
 //
 // All methods must be safe for concurrent use by many goroutines and many
 // processes. Transient backend failures (throttling, timeouts, an
-// unreachable endpoint) must wrap ErrStoreUnavailable.
+// unreachable endpoint) must wrap ErrStoreUnavailable; every other failure
+// must not.
 type Store interface {
 	// Claim tries to take req.Key for the owner req.Token, atomically.
 	//
-	// The key is free when no record exists, when the record has expired
-	// (Record.Expired), or when it is IN_PROGRESS and its lease has run out
-	// (Record.LeaseExpired). If the key is free, Claim writes a new
-	// IN_PROGRESS record carrying req's fingerprint, token, lease and
-	// expiry, with CreatedAt and UpdatedAt set to req.Now, and returns
-	// Acquired true with that record. Of any number of concurrent claims on
-	// a free key, exactly one acquires it.
+	// The key is free for req when
+	//   - no record exists, or the record has expired (Record.Expired);
+	//   - the record is IN_PROGRESS, its lease has run out
+	//     (Record.LeaseExpired), and it carries req.Fingerprint: only the
+	//     same request may take over a stranded key, so a different
+	//     request gets the mismatch it would have got while the first was
+	//     running (Record.FreeFor);
+	//   - the record is IN_PROGRESS and carries req.Token: this is the
+	//     owner's own claim, written by an earlier attempt of the same
+	//     call whose response was lost (a connection reset, a 500) and
+	//     retried by a client library.
+	//
+	// If the key is free, Claim writes a new IN_PROGRESS record carrying
+	// req's fingerprint, token, lease and expiry, with CreatedAt and
+	// UpdatedAt set to req.Now, and returns Acquired true with that
+	// record. Of any number of concurrent claims on a free key, exactly
+	// one acquires it.
 	//
 	// If the key is not free, Claim changes nothing and returns Acquired
 	// false with the existing record (its Result included). In a rare race
@@ -50,9 +71,11 @@ type Store interface {
 	// without anyone taking over does not prevent completion: the token
 	// alone fences the record.
 	//
-	// If the result cannot be stored because of the backend's size limits,
-	// Complete still marks the record COMPLETED (with ResultOmitted set and
-	// no result) and returns an error wrapping ErrResultTooLarge.
+	// With req.OmitResult, Complete marks the record COMPLETED with
+	// ResultOmitted set and stores no result (req.Result.StatusCode may
+	// still be kept); it returns nil. If the result cannot be stored
+	// because of the backend's size limits, Complete does the same and
+	// returns an error wrapping ErrResultTooLarge.
 	Complete(ctx context.Context, req CompleteRequest) error
 
 	// Release deletes the record for key, but only if it still carries
@@ -65,6 +88,27 @@ type Store interface {
 	// ErrNotFound when there is none or it has expired. Reads are strongly
 	// consistent.
 	Get(ctx context.Context, key string, now time.Time) (Record, error)
+}
+
+// MaxStoreKeyBytes is the longest key, in bytes, that every Store accepts:
+// DynamoDB's limit for a string partition key. Guard.Key never returns a
+// longer one.
+const MaxStoreKeyBytes = 2048
+
+// CheckStoreKey returns nil when key is one a Store must accept (valid
+// UTF-8, 1 to MaxStoreKeyBytes bytes), else an error wrapping
+// ErrKeyRejected that does not quote the key. Stores call it so that
+// every backend enforces DynamoDB's limits alike.
+func CheckStoreKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("store key is empty: %w", ErrKeyRejected)
+	case len(key) > MaxStoreKeyBytes:
+		return fmt.Errorf("store key %s is %d bytes, over %d: %w", KeyRef(key), len(key), MaxStoreKeyBytes, ErrKeyRejected)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("store key %s is not valid UTF-8: %w", KeyRef(key), ErrKeyRejected)
+	}
+	return nil
 }
 
 // ClaimRequest is the input of Store.Claim.
@@ -104,4 +148,8 @@ type CompleteRequest struct {
 	Now time.Time
 	// ExpiresAt is when the completed record expires (its retention).
 	ExpiresAt time.Time
+	// OmitResult records the call as completed without its result
+	// (Record.ResultOmitted): the work ran, but its result cannot be
+	// replayed. Duplicates are refused with ErrResultOmitted, never run.
+	OmitResult bool
 }

@@ -11,6 +11,9 @@ import (
 
 // Store is an in-memory dedupe.Store. The zero value is not usable; call
 // New. A Store is safe for concurrent use.
+//
+// It enforces the key limits of DynamoDB (dedupe.CheckStoreKey), so code
+// tested against it fails the same way it would in production.
 type Store struct {
 	mu      sync.Mutex
 	records map[string]dedupe.Record
@@ -28,9 +31,12 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	if err := ctx.Err(); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
 	}
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return dedupe.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rec, ok := s.records[req.Key]; ok && !rec.Free(req.Now) {
+	if rec, ok := s.records[req.Key]; ok && !rec.FreeFor(req.Now, req.Fingerprint, req.Token) {
 		return dedupe.ClaimResult{Record: clone(rec)}, nil
 	}
 	rec := dedupe.Record{
@@ -52,15 +58,22 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[req.Key]
 	if !ok || rec.Token != req.Token || rec.Expired(req.Now) {
-		return fmt.Errorf("memstore: complete %q: %w", req.Key, dedupe.ErrLeaseLost)
+		return fmt.Errorf("memstore: complete %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	}
-	result := req.Result.Clone()
 	rec.Status = dedupe.StatusCompleted
-	rec.Result = &result
+	if req.OmitResult {
+		rec.Result, rec.ResultOmitted = nil, true
+	} else {
+		result := req.Result.Clone()
+		rec.Result, rec.ResultOmitted = &result, false
+	}
 	rec.ExpiresAt = time.Unix(req.ExpiresAt.Unix(), 0)
 	rec.UpdatedAt = req.Now.Truncate(time.Millisecond)
 	s.records[req.Key] = rec
@@ -72,11 +85,14 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: release: %w", err)
 	}
+	if err := dedupe.CheckStoreKey(key); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
 	if !ok || rec.Token != token {
-		return fmt.Errorf("memstore: release %q: %w", key, dedupe.ErrLeaseLost)
+		return fmt.Errorf("memstore: release %s: %w", dedupe.KeyRef(key), dedupe.ErrLeaseLost)
 	}
 	delete(s.records, key)
 	return nil
@@ -87,15 +103,18 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Reco
 	if err := ctx.Err(); err != nil {
 		return dedupe.Record{}, fmt.Errorf("memstore: get: %w", err)
 	}
+	if err := dedupe.CheckStoreKey(key); err != nil {
+		return dedupe.Record{}, fmt.Errorf("memstore: get: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
 	if !ok {
-		return dedupe.Record{}, fmt.Errorf("memstore: get %q: %w", key, dedupe.ErrNotFound)
+		return dedupe.Record{}, fmt.Errorf("memstore: get %s: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)
 	}
 	if rec.Expired(now) {
 		delete(s.records, key)
-		return dedupe.Record{}, fmt.Errorf("memstore: get %q: %w", key, dedupe.ErrNotFound)
+		return dedupe.Record{}, fmt.Errorf("memstore: get %s: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)
 	}
 	return clone(rec), nil
 }
