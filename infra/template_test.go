@@ -215,14 +215,14 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		{"api", nil, "ApiFunction", map[string][]string{table: apiRecords, payments: apiPayments}},
 		{"reaper", nil, "ReaperFunction", map[string][]string{
 			index: {"dynamodb:Query"},
-			table: {"dynamodb:DeleteItem"},
+			table: {"dynamodb:UpdateItem"},
 		}},
 		{"api on an existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, "ApiFunction",
 			map[string][]string{existingArn: apiRecords, payments: apiPayments}},
 		{"reaper on an existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, "ReaperFunction",
 			map[string][]string{
 				existingArn + "/index/inflight": {"dynamodb:Query"},
-				existingArn:                     {"dynamodb:DeleteItem"},
+				existingArn:                     {"dynamodb:UpdateItem"},
 			}},
 	}
 	for _, tt := range tests {
