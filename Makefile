@@ -55,11 +55,30 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 	$(NPM) ci --prefix localtest --no-audit --no-fund
 	touch $@
 
-test: deps withdynalite ## go vet, then go test -race of PKG (default ./...) against a fresh in-memory dynalite
+# The packages whose tests talk to DynamoDB. Unless DEDUPE_DYNAMODB or
+# AWS_ENDPOINT_URL_DYNAMODB picks one server, `make test` runs them a second
+# time on moto_server, so every store test passes on two implementations.
+DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra ./localtest/dynamotest
+
+# DEDUPE_DYNAMODB picks the server of `make test` and `make bench`: dynalite,
+# moto or an endpoint URL (see localtest/cmd/withdynalite).
+DEDUPE_DYNAMODB ?=
+export DEDUPE_DYNAMODB
+
+test: deps withdynalite ## go vet, then go test -race of PKG (default ./...) on dynalite, and its DynamoDB packages again on moto
 	$(GO) vet ./...
 	$(WITHDYNALITE) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
+	@if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then exit 0; fi; \
+	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); \
+	if [ -z "$$pkgs" ]; then exit 0; fi; \
+	if ! command -v moto_server >/dev/null; then \
+		if [ -n "$${CI:-}" ]; then echo "moto_server is required in CI: pip install 'moto[server]'" >&2; exit 1; fi; \
+		echo "SKIP the second DynamoDB run: moto_server not found (pip install 'moto[server]')" >&2; exit 0; \
+	fi; \
+	echo "$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT)" $$pkgs; \
+	$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$pkgs
 
-bench: deps withdynalite ## run the benchmarks of PKG (BENCH selects) against a fresh in-memory dynalite
+bench: deps withdynalite ## run the benchmarks of PKG (BENCH selects) on a fresh dynalite (DEDUPE_DYNAMODB=moto: on moto)
 	$(WITHDYNALITE) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKG)
 
 withdynalite:
