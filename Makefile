@@ -42,7 +42,7 @@ HOST_GOARCH   := $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps test bench build build-local run deploy clean fmt vet lint rie withdynalite FORCE \
+.PHONY: help deps test bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -120,6 +120,9 @@ run: deps build-local rie ## run the whole stack locally: API on 127.0.0.1:3000,
 deploy: ## sam build, then sam deploy --guided (needs the SAM CLI and AWS credentials; not run in CI)
 	sam build
 	sam deploy --guided
+
+validate: ## lint template.yaml: sam validate --lint, or without the SAM CLI cfn-lint on it and on its offline SAM transform
+	$(GO) run ./infra/cmd/validate -o build/template.transformed.json
 
 fmt: ## gofmt every Go file in place
 	$(GO) fmt ./...
