@@ -117,9 +117,12 @@ run: deps build-local rie ## run the whole stack locally: API on 127.0.0.1:3000,
 	$(GO) build -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 
-deploy: ## sam build, then sam deploy --guided (needs the SAM CLI and AWS credentials; not run in CI)
+deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the SAM CLI and AWS credentials; not run in CI)
 	sam build
-	sam deploy --guided
+	sam deploy
+
+deploy-rehearsal: ## what sam build + sam deploy would do, against a moto_server it starts: build, upload, transform, create, update, delete, checked
+	$(GO) run ./localtest/cmd/rehearse $(REHEARSAL_ARGS)
 
 validate: ## lint template.yaml: sam validate --lint, or without the SAM CLI cfn-lint on it and on its offline SAM transform
 	$(GO) run ./infra/cmd/validate -o build/template.transformed.json
