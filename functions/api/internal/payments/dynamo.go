@@ -57,9 +57,6 @@ type paymentItem struct {
 	Created  string `dynamodbav:"created"`
 }
 
-// paymentAttributes are the attributes every stored payment has.
-var paymentAttributes = []string{"id", "amount", "currency", "source", "status", "created"}
-
 // Put implements Repository with a PutItem that never overwrites.
 func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
 	item, err := attributevalue.MarshalMap(paymentItem{
@@ -136,7 +133,7 @@ func (r *DynamoRepository) List(ctx context.Context, limit int, cursor string) (
 // with its type: attributevalue alone would leave a missing one zero.
 func decodePayment(item map[string]types.AttributeValue) (Payment, error) {
 	var errs []error
-	for _, name := range paymentAttributes {
+	for _, name := range [...]string{"id", "amount", "currency", "source", "status", "created"} {
 		if _, ok := item[name]; !ok {
 			errs = append(errs, fmt.Errorf("attribute %s: missing", name))
 		}
