@@ -122,7 +122,7 @@ func checkTransformedRoles(t *testing.T, doc map[string]any) {
 	// Sid -> actions, per role: the exact grant.
 	want := map[string]map[string][]string{
 		"ApiFunctionRole": {
-			"IdempotencyRecords": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+			"IdempotencyRecords": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 			"Payments":           {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"},
 		},
 		"ReaperFunctionRole": {

@@ -242,8 +242,13 @@ func TestFailureReleases(t *testing.T) {
 					t.Errorf("outcome stored = true, want false")
 				}
 			}()
-			if store.Len() != 0 {
-				t.Errorf("records left = %d, want 0 (key released)", store.Len())
+			// Released: the lease ended, the record and its fingerprint
+			// stay, so only the same request runs again.
+			if rec, err := store.Get(context.Background(), "k", time.Now()); err != nil || !rec.LeaseExpired(time.Now()) {
+				t.Errorf("record after failure = %+v, %v; want it kept with its lease ended", rec, err)
+			}
+			if _, err := g.Run(context.Background(), "k", "fp-other", counter(new(int), "other")); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+				t.Errorf("different request after failure: err %v, want ErrFingerprintMismatch", err)
 			}
 			runs := 0
 			if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "retry")); err != nil || runs != 1 {
@@ -394,7 +399,7 @@ func TestCancelledCallerStillRecords(t *testing.T) {
 		wantLen    int // records left
 	}{
 		{"result is completed", nil, true, 1},
-		{"failure releases the key", errors.New("processor down"), false, 0},
+		{"failure releases the key (its record stays, lease ended)", errors.New("processor down"), false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
