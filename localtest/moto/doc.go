@@ -15,7 +15,13 @@
 //     two (the fallback GetItem);
 //   - moto has the TTL API (DescribeTimeToLive, UpdateTimeToLive); dynalite
 //     has none. Neither deletes expired items on its own;
-//   - moto creates tables ACTIVE at once; dynalite after a short delay.
+//   - moto creates tables ACTIVE at once; dynalite after a short delay;
+//   - moto serves requests on several threads and does not lock an item
+//     between checking a ConditionExpression and writing: two concurrent
+//     conditional PutItems on one absent key can both succeed, which
+//     DynamoDB never allows (dynalite, single-threaded, does not either).
+//     [Start] therefore puts a loopback proxy in front of moto_server that
+//     passes one request at a time, unless [Options.Concurrent] is set.
 //
 // moto is a Python program. [Start] reports [ErrNotInstalled] when
 // moto_server is not on PATH.

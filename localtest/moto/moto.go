@@ -40,6 +40,13 @@ type Options struct {
 	// a free port.
 	Port int
 
+	// Concurrent passes requests to moto_server as they come, several at
+	// a time. False (the default) puts a loopback proxy in front of it that
+	// passes one request at a time, because moto's conditional writes are
+	// not atomic under concurrent requests (see the package
+	// documentation); the endpoint is then the proxy's.
+	Concurrent bool
+
 	// StartTimeout bounds how long Start waits for moto_server to answer
 	// its first request. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -58,7 +65,8 @@ type Options struct {
 // one goroutine, started with it, waits for it to exit; Stop waits for that
 // goroutine to end.
 type Server struct {
-	port int
+	port  int         // the endpoint's port: the serializer's, or moto's
+	proxy *serializer // nil with Options.Concurrent
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd // nil once stopped
@@ -91,8 +99,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// A port picked as free can be taken by another process before
 	// moto_server binds it; pick again a few times when that happens.
 	const attempts = 3
+	// moto_server's own port: Port, unless the serializer takes it.
+	motoPort := opts.Port
+	if !opts.Concurrent {
+		motoPort = 0
+	}
 	for i := 1; ; i++ {
-		port := opts.Port
+		port := motoPort
 		if port == 0 {
 			if port, err = freePort(); err != nil {
 				return nil, fmt.Errorf("start moto_server: %w", err)
@@ -100,9 +113,18 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s, err := start(ctx, path, port, timeout, opts.Output)
 		if err == nil {
+			if opts.Concurrent {
+				return s, nil
+			}
+			p, err := startSerializer(opts.Port, s.Endpoint())
+			if err != nil {
+				_ = s.Stop()
+				return nil, fmt.Errorf("start moto_server: %w", err)
+			}
+			s.proxy, s.port = p, p.port()
 			return s, nil
 		}
-		if opts.Port != 0 || i == attempts || s == nil || !strings.Contains(s.log.String(), "in use") {
+		if motoPort != 0 || i == attempts || s == nil || !strings.Contains(s.log.String(), "in use") {
 			return nil, err
 		}
 	}
@@ -136,7 +158,8 @@ func start(ctx context.Context, path string, port int, timeout time.Duration, ou
 }
 
 // Endpoint returns the server's URL, http://127.0.0.1:PORT: the endpoint
-// of every AWS service it models.
+// of every AWS service it models (the serializing proxy's, unless
+// Options.Concurrent is set).
 func (s *Server) Endpoint() string {
 	return "http://127.0.0.1:" + strconv.Itoa(s.port)
 }
@@ -156,6 +179,10 @@ func (s *Server) Port() int {
 func (s *Server) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.proxy != nil {
+		s.proxy.close()
+		s.proxy = nil
+	}
 	if s.cmd == nil {
 		return nil
 	}

@@ -8,8 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // requireInstalled skips the test when moto_server is not on PATH, or
@@ -62,5 +68,65 @@ func TestStartExitsWhileStarting(t *testing.T) {
 	_, err := Start(context.Background(), Options{Bin: "false", StartTimeout: time.Hour})
 	if !errors.Is(err, ErrNotReady) {
 		t.Errorf("got %v, want %v", err, ErrNotReady)
+	}
+}
+
+// TestSerializedConditionalWrites sends rounds of concurrent conditional
+// PutItems on one absent key: through the serializing proxy exactly one
+// of each round succeeds, as on DynamoDB. (Straight to moto_server, with
+// Options.Concurrent, two sometimes do under load; that is why the proxy
+// exists, and why this test cannot assert the opposite.)
+func TestSerializedConditionalWrites(t *testing.T) {
+	requireInstalled(t)
+	ctx := t.Context()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	c := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(s.Endpoint()),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x"}, nil
+		}),
+	})
+	if _, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("t"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, writers = 10, 50
+	for round := range rounds {
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range writers {
+			wg.Go(func() {
+				<-start
+				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{
+					TableName:           aws.String("t"),
+					Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k" + strconv.Itoa(round)}},
+					ConditionExpression: aws.String("attribute_not_exists(pk)"),
+				})
+				var ccf *types.ConditionalCheckFailedException
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.As(err, &ccf):
+					t.Errorf("PutItem: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if got := wins.Load(); got != 1 {
+			t.Errorf("round %d: %d of %d conditional writes succeeded, want 1", round, got, writers)
+		}
 	}
 }
