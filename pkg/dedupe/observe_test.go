@@ -44,7 +44,7 @@ func lines(t *testing.T, b *bytes.Buffer) []map[string]any {
 func TestEveryOutcomeLogsOneEvent(t *testing.T) {
 	type step struct {
 		key, body, source string
-		require               bool
+		require           bool
 	}
 	tests := []struct {
 		name    string
