@@ -281,7 +281,9 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		k := &types.AttributeValueMemberS{Value: "raw#" + req.Headers["idempotency-key"]}
 		// The same item a claim writes (into the inflight index too), and
 		// the same update a completion makes (out of it again).
-		num := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+		num := func(v int64) types.AttributeValue {
+			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+		}
 		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		now := time.Now()
 		c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
@@ -291,9 +293,9 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 			"inflight_shard": num(3)},
 			ConditionExpression: aws.String("attribute_not_exists(pk)")})
 		c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": k},
-			UpdateExpression:          aws.String("SET #s = :c, res_status = :rs, res_body = :rb REMOVE inflight_shard"),
-			ConditionExpression:       aws.String("#o = :o"),
-			ExpressionAttributeNames:  map[string]string{"#s": "status", "#o": "owner"},
+			UpdateExpression:         aws.String("SET #s = :c, res_status = :rs, res_body = :rb REMOVE inflight_shard"),
+			ConditionExpression:      aws.String("#o = :o"),
+			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":c": str("COMPLETED"), ":rs": num(201), ":o": str("OWNERTOKEN0123456789ABCDEF"),
 				":rb": &types.AttributeValueMemberB{Value: []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)}}})
 		return bare(ctx, req)
