@@ -55,8 +55,11 @@ type Attributes struct {
 	UpdatedAt string
 	// ResStatus holds the result's status code (N). Default "res_status".
 	ResStatus string
-	// ResHeaders holds the result's headers as a JSON object of string
-	// arrays (S); absent when there are none. Default "res_headers".
+	// ResHeaders holds the result's headers, binary-safe (B: a version
+	// byte, then length-prefixed names and values); absent when there are
+	// none. Records written by versions before 2026-12 hold a JSON object
+	// of string arrays (S) instead, which is still read. Default
+	// "res_headers".
 	ResHeaders string
 	// ResBody holds the result body (B); absent when it is empty.
 	// Default "res_body".

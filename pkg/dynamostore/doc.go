@@ -1,6 +1,11 @@
 // Package dynamostore provides a dedupe.Store backed by a DynamoDB table,
 // and the reaper that clears in-flight records whose invocation died.
 //
+// Keys longer than dedupe.MaxStoreKeyBytes (DynamoDB's 2048-byte partition
+// key limit) or not valid UTF-8 are refused before any call, with an error
+// wrapping dedupe.ErrKeyRejected; the guard never sends one. Errors and
+// log lines name keys by dedupe.KeyRef, never in full.
+//
 // The store takes a narrow Client (a *dynamodb.Client satisfies it) and
 // never loads AWS configuration itself: build the client once, at init,
 // with config.LoadDefaultConfig and dynamodb.NewFromConfig. The SDK honours
@@ -23,11 +28,13 @@
 //	created_at        N     claim time, epoch ms
 //	updated_at        N     last write, epoch ms
 //	res_status        N     result status code
-//	res_headers       S     result headers as JSON (absent when none)
+//	res_headers       B     result headers, binary-safe (absent when none;
+//	                        S JSON in records of earlier versions, still read)
 //	res_body          B     result body (absent when empty)
 //	res_encoding      S     "gzip" or "identity"
 //	res_omitted       BOOL  COMPLETED without result: it was too large
 //	inflight_shard    N     fnv32a(key) mod Shards, only while IN_PROGRESS
+//	                        and not yet retired by Reap
 //
 // The global secondary index inflight (partition key inflight_shard, sort
 // key lease_expires_at, projecting owner, status and created_at) is
@@ -38,7 +45,9 @@
 // # Calls per request
 //
 // Claim is one conditional PutItem; Complete one conditional UpdateItem;
-// Release one conditional DeleteItem; Get one strongly consistent GetItem.
+// Release one conditional DeleteItem; Get one strongly consistent GetItem;
+// Reap one Query per index page and one conditional UpdateItem per
+// stranded record.
 // A fresh guarded request costs 2 calls (claim, complete). A duplicate
 // costs 1 on DynamoDB, which returns the existing item with the failed
 // condition (ReturnValuesOnConditionCheckFailure ALL_OLD). Servers that
@@ -57,8 +66,10 @@
 //	  |-- lease ------->|                 |                  |
 //	  IN_PROGRESS, in the index           COMPLETED, out of the index
 //	                    |-- grace -->|
-//	                    a takeover claim may win from here;
-//	                    Reap clears it from here if nobody did
+//	                    a retry of the same request may take over from
+//	                    here (a different one gets 422 until expires_at);
+//	                    Reap retires it from the index from here if nobody
+//	                    did, and TTL deletes it at expires_at
 //
 // # Item size
 //

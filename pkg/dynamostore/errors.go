@@ -44,7 +44,7 @@ var unavailableCodes = map[string]bool{
 // with dedupe.ErrStoreUnavailable when the failure is transient:
 // throttling, a server-side fault, a network failure or a deadline.
 func wrapErr(op, key string, err error) error {
-	return wrap(fmt.Sprintf("dynamostore: %s %q", op, key), err)
+	return wrap(fmt.Sprintf("dynamostore: %s %s", op, dedupe.KeyRef(key)), err)
 }
 
 // wrap prefixes err with context, adding dedupe.ErrStoreUnavailable when

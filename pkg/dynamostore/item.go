@@ -3,9 +3,12 @@ package dynamostore
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,38 +20,129 @@ import (
 // encodedResult is a dedupe.Result as Complete writes it.
 type encodedResult struct {
 	status   int
-	headers  string // JSON, empty when there are no headers
+	headers  []byte // encodeHeaders, empty when there are no headers
 	body     []byte // possibly gzip-compressed, empty when there is no body
 	encoding string // EncodingGzip or EncodingIdentity
 	omitted  bool
 }
 
-// encodeResult prepares r for storage: headers as JSON, the body
-// gzip-compressed when it is above the threshold and compression helps.
-func (s *Store) encodeResult(r dedupe.Result) (encodedResult, error) {
+// encodeResult prepares r for storage: headers in the binary form of
+// encodeHeaders, the body gzip-compressed when it is above the threshold
+// and compression helps.
+//
+// The codec is written by hand rather than with attributevalue: attribute
+// names are configurable (Options.Attributes), and header values must
+// round-trip as raw bytes, which a map[string][]string marshalled to S
+// attributes cannot do (S must be valid UTF-8).
+func (s *Store) encodeResult(r dedupe.Result) encodedResult {
 	out := encodedResult{status: r.StatusCode, body: r.Body, encoding: EncodingIdentity}
 	if len(r.Headers) > 0 {
-		h, err := json.Marshal(r.Headers)
-		if err != nil {
-			return encodedResult{}, fmt.Errorf("encode headers: %w", err)
-		}
-		out.headers = string(h)
+		out.headers = encodeHeaders(r.Headers)
 	}
 	if s.compressAbove >= 0 && len(r.Body) > s.compressAbove {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
-		if _, err := zw.Write(r.Body); err != nil {
-			return encodedResult{}, fmt.Errorf("compress body: %w", err)
-		}
-		if err := zw.Close(); err != nil {
-			return encodedResult{}, fmt.Errorf("compress body: %w", err)
-		}
+		// Writes to a bytes.Buffer cannot fail.
+		zw.Write(r.Body)
+		zw.Close()
 		if buf.Len() < len(r.Body) {
 			out.body = buf.Bytes()
 			out.encoding = EncodingGzip
 		}
 	}
-	return out, nil
+	return out
+}
+
+// headersVersion is the first byte of encoded headers.
+const headersVersion = 1
+
+// encodeHeaders encodes h binary-safe, so header values holding any bytes
+// (RFC 9110 obs-text, such as a Latin-1 filename) replay exactly:
+//
+//	version (1) | uvarint count | per name, sorted:
+//	    uvarint len, name | uvarint values | per value: uvarint len, value
+//
+// A nil value list is stored as zero values.
+func encodeHeaders(h map[string][]string) []byte {
+	names := make([]string, 0, len(h))
+	size := 1 + binary.MaxVarintLen64
+	for k, vs := range h {
+		names = append(names, k)
+		size += 2*binary.MaxVarintLen64 + len(k)
+		for _, v := range vs {
+			size += binary.MaxVarintLen64 + len(v)
+		}
+	}
+	slices.Sort(names)
+	buf := make([]byte, 0, size)
+	buf = append(buf, headersVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(names)))
+	for _, k := range names {
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		buf = binary.AppendUvarint(buf, uint64(len(h[k])))
+		for _, v := range h[k] {
+			buf = binary.AppendUvarint(buf, uint64(len(v)))
+			buf = append(buf, v...)
+		}
+	}
+	return buf
+}
+
+// errBadHeaders reports encoded headers that do not parse.
+var errBadHeaders = errors.New("truncated or unknown header encoding")
+
+// decodeHeaders reverses encodeHeaders.
+func decodeHeaders(b []byte) (map[string][]string, error) {
+	if len(b) == 0 || b[0] != headersVersion {
+		return nil, errBadHeaders
+	}
+	b = b[1:]
+	next := func() (uint64, bool) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 {
+			return 0, false
+		}
+		b = b[w:]
+		return n, true
+	}
+	str := func() (string, bool) {
+		n, ok := next()
+		if !ok || n > uint64(len(b)) {
+			return "", false
+		}
+		v := string(b[:n])
+		b = b[n:]
+		return v, true
+	}
+	count, ok := next()
+	if !ok || count > uint64(len(b)) {
+		return nil, errBadHeaders
+	}
+	h := make(map[string][]string, count)
+	for range count {
+		k, ok := str()
+		if !ok {
+			return nil, errBadHeaders
+		}
+		nv, ok := next()
+		if !ok || nv > uint64(len(b)) {
+			return nil, errBadHeaders
+		}
+		vs := make([]string, 0, nv)
+		for range nv {
+			v, ok := str()
+			if !ok {
+				return nil, errBadHeaders
+			}
+			vs = append(vs, v)
+		}
+		h[k] = vs
+	}
+	if len(b) != 0 {
+		return nil, errBadHeaders
+	}
+	return h, nil
 }
 
 // maxNumberSize is the most a number attribute value can take in
@@ -71,7 +165,7 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 	for _, n := range []string{a.LeaseExpiresAt, a.ExpiresAt, a.CreatedAt, a.UpdatedAt, a.ResStatus} {
 		size += len(n) + maxNumberSize
 	}
-	if res.headers != "" {
+	if len(res.headers) > 0 {
 		size += len(a.ResHeaders) + len(res.headers)
 	}
 	if len(res.body) > 0 {
@@ -99,11 +193,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, err
 			rec.ResultOmitted = true
 		} else {
 			r := dedupe.Result{StatusCode: int(d.num(a.ResStatus))}
-			if h := d.str(a.ResHeaders, false); h != "" && d.err == nil {
-				if err := json.Unmarshal([]byte(h), &r.Headers); err != nil {
-					d.fail(a.ResHeaders, err)
-				}
-			}
+			r.Headers = d.headers(a.ResHeaders)
 			body := d.bin(a.ResBody)
 			switch enc := d.str(a.ResEncoding, false); enc {
 			case EncodingGzip:
@@ -151,6 +241,28 @@ func (d *decoder) str(name string, required bool) string {
 		d.fail(name, fmt.Errorf("got %T, want S", v))
 	}
 	return ""
+}
+
+// headers reads a result's headers: binary (B, encodeHeaders), or the JSON
+// object of string arrays (S) that records written by earlier versions
+// hold, so records stored before an upgrade still replay.
+func (d *decoder) headers(name string) map[string][]string {
+	var h map[string][]string
+	var err error
+	switch v := d.item[name].(type) {
+	case nil:
+		return nil
+	case *types.AttributeValueMemberB:
+		h, err = decodeHeaders(v.Value)
+	case *types.AttributeValueMemberS:
+		err = json.Unmarshal([]byte(v.Value), &h)
+	default:
+		err = fmt.Errorf("got %T, want B", v)
+	}
+	if err != nil {
+		d.fail(name, err)
+	}
+	return h
 }
 
 func (d *decoder) num(name string) int64 {

@@ -59,7 +59,7 @@ type ReapOptions struct {
 	Logger *slog.Logger
 
 	// BeforeDelete, when set, is called with each candidate's key between
-	// the Query that found it and its conditional DeleteItem. It is a test
+	// the Query that found it and its conditional UpdateItem. It is a test
 	// hook for injecting races deterministically; it may be called from
 	// several goroutines at once.
 	BeforeDelete func(ctx context.Context, key string)
@@ -99,7 +99,7 @@ func (o ReapOptions) withDefaults() ReapOptions {
 type ReapReport struct {
 	// Found counts the stranded candidates the index returned.
 	Found int `json:"found"`
-	// Cleared counts the records deleted.
+	// Cleared counts the records retired from the in-flight index.
 	Cleared int `json:"cleared"`
 	// Skipped counts candidates left alone because they changed between
 	// the query and the delete (taken over, completed, released, or
@@ -119,26 +119,37 @@ type ReapReport struct {
 	ShardsLeft []int `json:"shardsLeft,omitempty"`
 }
 
-// Reap clears stranded in-flight records: IN_PROGRESS records whose lease
-// ran out more than opts.Grace ago and that nobody took over, typically
-// because their invocation timed out or crashed.
+// Reap clears stranded in-flight records out of the in-flight index:
+// IN_PROGRESS records whose lease ran out more than opts.Grace ago and
+// that nobody took over, typically because their invocation timed out or
+// crashed.
+//
+// A cleared record is retired, not deleted: one UpdateItem removes its
+// inflight_shard (so it leaves the sparse index and is never found again)
+// and keeps the record until it expires. Deleting it would free the key
+// for any request, so a different request reusing the key could run after
+// the first one's side effect may already have happened; kept, the key
+// still answers 422 to a different request, and a retry of the same
+// request still takes it over (its claim puts the record back in the
+// index).
 //
 // It never scans the table. Per shard it queries the sparse in-flight index
 // (inflight_shard = :shard AND lease_expires_at < :cutoff, paginated by
 // opts.PageSize), so its cost grows with what is stranded, not with the
-// number of completed records. Each candidate is removed with one
-// DeleteItem conditioned on
+// number of completed records. Each candidate is retired with one
+// UpdateItem conditioned on
 //
-//	status = IN_PROGRESS AND owner = :owner_read AND lease_expires_at < :cutoff
+//	attribute_exists(inflight_shard) AND status = IN_PROGRESS
+//	  AND owner = :owner_read AND lease_expires_at < :cutoff
 //
-// so a record taken over, completed or released after the query is never
-// touched; it counts as Skipped. Records that have expired but that TTL
+// so a record taken over, completed, released or retired by a concurrent
+// run after the query is never touched; it counts as Skipped. Records that have expired but that TTL
 // has not deleted yet are still in the index while IN_PROGRESS, and are
-// cleared like any other.
+// retired like any other.
 //
-//	claim      lease end     cutoff = now - grace       now
-//	  |------------|------------------|-------------------|
-//	               candidates: lease_expires_at < cutoff
+//	claim      lease end     cutoff = now - grace       now          expires_at
+//	  |------------|------------------|-------------------|---- kept ----|
+//	               candidates: lease_expires_at < cutoff       TTL deletes
 //
 // Shards are reaped by at most opts.Workers goroutines, all of which have
 // returned when Reap does. Reap stops starting new calls opts.Margin before
@@ -271,10 +282,10 @@ func (r *reaper) shard(ctx context.Context, shard int) (res shardResult) {
 	}
 }
 
-// errChanged marks a candidate that changed between query and delete.
+// errChanged marks a candidate that changed between query and update.
 var errChanged = errors.New("record changed")
 
-// clear deletes one candidate from the index if it is still stranded, and
+// clear retires one candidate from the index if it is still stranded, and
 // logs it.
 func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.AttributeValue) error {
 	a := r.s.attr
@@ -293,14 +304,16 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 	if r.o.BeforeDelete != nil {
 		r.o.BeforeDelete(ctx, key)
 	}
-	_, err := r.s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err := r.s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(r.s.table),
 		Key:                 r.s.key(key),
-		ConditionExpression: aws.String("#status = :inprog AND #owner = :owner AND #lease < :cutoff"),
+		UpdateExpression:    aws.String("REMOVE #shard"),
+		ConditionExpression: aws.String("attribute_exists(#shard) AND #status = :inprog AND #owner = :owner AND #lease < :cutoff"),
 		ExpressionAttributeNames: map[string]string{
 			"#status": a.Status,
 			"#owner":  a.Owner,
 			"#lease":  a.LeaseExpiresAt,
+			"#shard":  a.InflightShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":inprog": str(string(dedupe.StatusInProgress)),
@@ -310,7 +323,7 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		r.o.Logger.DebugContext(ctx, "dedupe: stranded record changed, skipped", "key", key, "owner", owner)
+		r.o.Logger.DebugContext(ctx, "dedupe: stranded record changed, skipped", "key", dedupe.KeyRef(key), "owner", owner)
 		return errChanged
 	}
 	if err != nil {
@@ -322,7 +335,7 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 		level = slog.LevelWarn
 	}
 	r.o.Logger.LogAttrs(ctx, level, "dedupe: cleared stranded record",
-		slog.String("key", key),
+		slog.String("key", dedupe.KeyRef(key)),
 		slog.String("owner", owner),
 		slog.Int("shard", shard),
 		slog.String("age", age.Round(time.Millisecond).String()),

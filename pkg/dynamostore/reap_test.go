@@ -135,6 +135,20 @@ func (r *rig) exists(t testing.TB, key string) bool {
 	return len(r.rawItem(t, key)) > 0
 }
 
+// inIndex reports whether the item for key is in the in-flight index: it
+// is stored and carries inflight_shard.
+func (r *rig) inIndex(t testing.TB, key string) bool {
+	_, ok := r.rawItem(t, key)["inflight_shard"]
+	return ok
+}
+
+// retired reports whether a stranded record was retired as Reap retires
+// it: still stored (so a different request still gets 422), out of the
+// index.
+func (r *rig) retired(t testing.TB, key string) bool {
+	return r.exists(t, key) && !r.inIndex(t, key)
+}
+
 // logLines decodes JSON log lines.
 func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	t.Helper()
@@ -181,12 +195,12 @@ func TestReap(t *testing.T) {
 		t.Errorf("got %+v, want %+v", report, want)
 	}
 	for _, k := range strandedKeys {
-		if r.exists(t, k) {
-			t.Errorf("stranded %s survived", k)
+		if !r.retired(t, k) {
+			t.Errorf("stranded %s: stored %v, in index %v; want stored and out of the index", k, r.exists(t, k), r.inIndex(t, k))
 		}
 	}
 	for _, k := range liveKeys {
-		if !r.exists(t, k) {
+		if !r.inIndex(t, k) {
 			t.Errorf("in-flight %s was cleared", k)
 		}
 	}
@@ -201,8 +215,12 @@ func TestReap(t *testing.T) {
 		t.Fatalf("got %d log lines, want 10", len(lines))
 	}
 	warned := 0
+	refs := make([]string, len(strandedKeys))
+	for i, k := range strandedKeys {
+		refs[i] = dedupe.KeyRef(k)
+	}
 	for _, l := range lines {
-		i := slices.Index(strandedKeys, fmt.Sprint(l["key"]))
+		i := slices.Index(refs, fmt.Sprint(l["key"]))
 		if i < 0 || l["owner"] != strandedTokens[i] || l["age"] == nil || l["past_lease"] == nil {
 			t.Errorf("log line %v, want key, owner, age, past_lease of a stranded record", l)
 		}
@@ -278,8 +296,8 @@ func TestReapRace(t *testing.T) {
 	if rec, err := s.Get(ctx, completed, base); err != nil || rec.Status != dedupe.StatusCompleted {
 		t.Errorf("completed record = %+v, %v; want it kept COMPLETED", rec, err)
 	}
-	if r.exists(t, untouched) {
-		t.Errorf("untouched stranded record survived")
+	if !r.retired(t, untouched) {
+		t.Errorf("untouched stranded record was not retired")
 	}
 }
 
@@ -322,8 +340,11 @@ func TestReapGrace(t *testing.T) {
 				t.Errorf("got %d cleared, want %d (report %+v)", report.Cleared, len(tt.cleared), report)
 			}
 			for prefix, k := range keys {
-				if got, want := r.exists(t, k), !slices.Contains(tt.cleared, prefix); got != want {
-					t.Errorf("%s: got kept %v, want %v", prefix, got, want)
+				if got, want := r.inIndex(t, k), !slices.Contains(tt.cleared, prefix); got != want {
+					t.Errorf("%s: got in index %v, want %v", prefix, got, want)
+				}
+				if !r.exists(t, k) {
+					t.Errorf("%s: deleted, want kept until it expires", prefix)
 				}
 			}
 		})
@@ -457,8 +478,20 @@ func TestReapSingleTable(t *testing.T) {
 		t.Fatalf("got %+v, %v; want 3 cleared", report, err)
 	}
 	for _, k := range keys {
-		if _, err := s.Get(context.Background(), k, base); !errors.Is(err, dedupe.ErrNotFound) {
-			t.Errorf("Get(%s) = %v, want ErrNotFound", k, err)
+		out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{
+			TableName: aws.String(table),
+			Key: map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: k},
+				"SK": &types.AttributeValueMemberS{Value: "IDEMPOTENCY"},
+			},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := out.Item
+		if _, ok := item["GSI1PK"]; ok || len(item) == 0 {
+			t.Errorf("item %s = %v; want it kept, without GSI1PK", k, item)
 		}
 	}
 }

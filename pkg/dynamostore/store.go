@@ -138,15 +138,24 @@ func (s *Store) Shard(key string) int {
 // Claim implements dedupe.Store with one conditional PutItem:
 //
 //	attribute_not_exists(pk) OR expires_at < :now_s
-//	  OR (status = IN_PROGRESS AND lease_expires_at < :now_ms)
+//	  OR (status = IN_PROGRESS AND ((lease_expires_at < :now_ms AND fingerprint = :fp)
+//	                                OR owner = :token))
+//
+// The owner clause makes a retried PutItem whose first attempt was applied
+// (its response lost to a reset or a 500, then resent by the SDK's
+// retryer) succeed instead of locking the owner out of its own claim. The
+// fingerprint clause lets only the same request take over a stranded key.
 //
 // When the condition fails, DynamoDB returns the existing item
 // (ReturnValuesOnConditionCheckFailure ALL_OLD) and Claim decodes it. A
 // server that ignores ALL_OLD (dynalite, older DynamoDB Local builds) costs
-// one more call: a strongly consistent GetItem. If that finds no live
-// record, the record vanished in between and Claim returns Acquired false
-// with a zero Record, as the contract allows.
+// one more call: a strongly consistent GetItem. If that finds no record
+// that still holds the key against req, the record changed in between and
+// Claim returns Acquired false with a zero Record, as the contract allows.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
+	}
 	a := s.attr
 	rec := dedupe.Record{
 		Key:            req.Key,
@@ -169,19 +178,24 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	item[a.InflightShard] = num(int64(s.Shard(req.Key)))
 
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR (#status = :inprog AND #lease < :nowms)"),
+		TableName: aws.String(s.table),
+		Item:      item,
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR " +
+			"(#status = :inprog AND ((#lease < :nowms AND #fp = :fp) OR #owner = :tok))"),
 		ExpressionAttributeNames: map[string]string{
 			"#pk":     a.PartitionKey,
 			"#exp":    a.ExpiresAt,
 			"#status": a.Status,
 			"#lease":  a.LeaseExpiresAt,
+			"#fp":     a.Fingerprint,
+			"#owner":  a.Owner,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now":    num(req.Now.Unix()),
 			":nowms":  num(req.Now.UnixMilli()),
 			":inprog": str(string(dedupe.StatusInProgress)),
+			":fp":     str(req.Fingerprint),
+			":tok":    str(req.Token),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -195,7 +209,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	if len(ccf.Item) > 0 {
 		existing, err := s.decode(ccf.Item)
 		if err != nil {
-			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %q: %w", req.Key, err)
+			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
 		}
 		return dedupe.ClaimResult{Record: existing}, nil
 	}
@@ -204,7 +218,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	if err != nil {
 		return dedupe.ClaimResult{}, err
 	}
-	if !found || existing.Expired(req.Now) {
+	if !found || existing.FreeFor(req.Now, req.Fingerprint, req.Token) {
 		return dedupe.ClaimResult{}, nil
 	}
 	return dedupe.ClaimResult{Record: existing}, nil
@@ -222,15 +236,18 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 // dedupe.ErrResultTooLarge: retries get dedupe.ErrResultOmitted and never
 // run the work again.
 func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error {
-	res, err := s.encodeResult(req.Result)
-	if err != nil {
-		return fmt.Errorf("dynamostore: complete %q: %w", req.Key, err)
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("dynamostore: complete: %w", err)
 	}
+	if req.OmitResult {
+		return s.update(ctx, req, encodedResult{status: req.Result.StatusCode, omitted: true})
+	}
+	res := s.encodeResult(req.Result)
 	size := s.completedSize(req, res)
 	if size > s.maxItemBytes {
 		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
 	}
-	err = s.update(ctx, req, res)
+	err := s.update(ctx, req, res)
 	if isItemTooLarge(err) {
 		return s.completeOmitted(ctx, req, "DynamoDB refused the item as too large")
 	}
@@ -243,7 +260,7 @@ func (s *Store) completeOmitted(ctx context.Context, req dedupe.CompleteRequest,
 	if err := s.update(ctx, req, encodedResult{status: req.Result.StatusCode, omitted: true}); err != nil {
 		return err
 	}
-	return fmt.Errorf("dynamostore: complete %q: %s, stored without result: %w", req.Key, why, dedupe.ErrResultTooLarge)
+	return fmt.Errorf("dynamostore: complete %s: %s, stored without result: %w", dedupe.KeyRef(req.Key), why, dedupe.ErrResultTooLarge)
 }
 
 // update runs the conditional UpdateItem of Complete.
@@ -272,9 +289,9 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	}
 	set := "SET #status = :completed, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro"
 	remove := " REMOVE #shard"
-	if res.headers != "" {
+	if len(res.headers) > 0 {
 		set += ", #rh = :rh"
-		values[":rh"] = str(res.headers)
+		values[":rh"] = &types.AttributeValueMemberB{Value: res.headers}
 	} else {
 		remove += ", #rh"
 	}
@@ -295,7 +312,7 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return fmt.Errorf("dynamostore: complete %q: %w", req.Key, dedupe.ErrLeaseLost)
+		return fmt.Errorf("dynamostore: complete %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	}
 	if err != nil {
 		return wrapErr("complete", req.Key, err)
@@ -306,6 +323,9 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 // Release implements dedupe.Store with one DeleteItem conditioned on
 // owner = :token.
 func (s *Store) Release(ctx context.Context, key, token string) error {
+	if err := dedupe.CheckStoreKey(key); err != nil {
+		return fmt.Errorf("dynamostore: release: %w", err)
+	}
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       s.key(key),
@@ -315,7 +335,7 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return fmt.Errorf("dynamostore: release %q: %w", key, dedupe.ErrLeaseLost)
+		return fmt.Errorf("dynamostore: release %s: %w", dedupe.KeyRef(key), dedupe.ErrLeaseLost)
 	}
 	if err != nil {
 		return wrapErr("release", key, err)
@@ -327,14 +347,17 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 // record whose expires_at is before now (DynamoDB's TTL deletes lazily)
 // is reported as dedupe.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Record, error) {
+	if err := dedupe.CheckStoreKey(key); err != nil {
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get: %w", err)
+	}
 	rec, found, err := s.read(ctx, "get", key)
 	switch {
 	case err != nil:
 		return dedupe.Record{}, err
 	case !found:
-		return dedupe.Record{}, fmt.Errorf("dynamostore: get %q: %w", key, dedupe.ErrNotFound)
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %s: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)
 	case rec.Expired(now):
-		return dedupe.Record{}, fmt.Errorf("dynamostore: get %q: expired: %w", key, dedupe.ErrNotFound)
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %s: expired: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)
 	}
 	return rec, nil
 }
@@ -355,7 +378,7 @@ func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, fo
 	}
 	rec, err = s.decode(out.Item)
 	if err != nil {
-		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %q: %w", op, key, err)
+		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %s: %w", op, dedupe.KeyRef(key), err)
 	}
 	return rec, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,11 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"ReleaseMissing", testReleaseMissing},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"ResultSharesNoMemory", testResultSharesNoMemory},
+		{"OwnTokenClaimIsAcquired", testOwnTokenClaim},
+		{"TakeoverNeedsSameFingerprint", testTakeoverSameFingerprint},
+		{"HeadersByteExact", testHeadersByteExact},
+		{"OmitResult", testOmitResult},
+		{"KeyLimits", testKeyLimits},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -407,5 +413,138 @@ func testResultSharesNoMemory(t *testing.T, s dedupe.Store) {
 	again, err := s.Get(ctx, k, base.Add(time.Second))
 	if err != nil || again.Result == nil || !equalResult(*again.Result, sampleResult()) {
 		t.Errorf("after changing the record Get returned: got %+v, %v; want %+v", again.Result, err, sampleResult())
+	}
+}
+
+// testOwnTokenClaim replays the claim of an owner whose first attempt was
+// applied but whose answer was lost (a reset, a 500) and that a client
+// library sent again: the store must recognise the owner's own token.
+func testOwnTokenClaim(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	req := claimReq(k, "tok-a", base, 30*time.Second)
+	mustClaim(t, s, req, true)
+	again := req
+	again.Now = base.Add(50 * time.Millisecond)
+	rec := mustClaim(t, s, again, true)
+	if rec.Token != "tok-a" || rec.Status != dedupe.StatusInProgress {
+		t.Errorf("record after own retried claim = %+v, want tok-a IN_PROGRESS", rec)
+	}
+	// Another owner is still held off, and the owner can complete.
+	mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Second), 30*time.Second), false)
+	if err := complete(s, k, "tok-a", base.Add(2*time.Second), sampleResult()); err != nil {
+		t.Fatalf("Complete by the owner: %v", err)
+	}
+	// Once completed, even the old token only finds the replay.
+	rec = mustClaim(t, s, claimReq(k, "tok-a", base.Add(3*time.Second), 30*time.Second), false)
+	if rec.Status != dedupe.StatusCompleted || rec.Result == nil {
+		t.Errorf("record = %+v, want COMPLETED with its result", rec)
+	}
+}
+
+// testTakeoverSameFingerprint checks that only the same request may take
+// over a key whose lease ran out: a different one would run a second,
+// different side effect under the key.
+func testTakeoverSameFingerprint(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	other := claimReq(k, "tok-b", base.Add(time.Minute), time.Second)
+	other.Fingerprint = "fp-2"
+	rec := mustClaim(t, s, other, false)
+	if rec.Token != "tok-a" || rec.Fingerprint != "fp-1" {
+		t.Errorf("record after a different request's takeover attempt = %+v, want tok-a fp-1", rec)
+	}
+	rec = mustClaim(t, s, claimReq(k, "tok-c", base.Add(time.Minute), time.Second), true)
+	if rec.Token != "tok-c" || rec.Fingerprint != "fp-1" {
+		t.Errorf("record after the same request's takeover = %+v, want tok-c fp-1", rec)
+	}
+	// Expiry frees the key for any request.
+	late := claimReq(k, "tok-d", base.Add(3*time.Hour), time.Second)
+	late.Fingerprint = "fp-2"
+	mustClaim(t, s, late, true)
+}
+
+// testHeadersByteExact stores header values that are not UTF-8 (RFC 9110
+// obs-text, such as a Latin-1 filename) and an empty value: a replay must
+// return the same bytes.
+func testHeadersByteExact(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+	want := dedupe.Result{
+		StatusCode: 200,
+		Headers: map[string][]string{
+			"Content-Disposition": {"attachment; filename=\"caf\xe9.txt\""},
+			"X-Raw":               {"\xff\xfe\x80", "", "plain"},
+			"X-Empty":             {""},
+		},
+		Body: []byte("ok"),
+	}
+	if err := complete(s, k, "tok-a", base, want); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	got, err := s.Get(context.Background(), k, base)
+	if err != nil || got.Result == nil {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if !reflect.DeepEqual(got.Result.Headers, want.Headers) {
+		t.Errorf("headers = %q, want %q", got.Result.Headers, want.Headers)
+	}
+}
+
+// testOmitResult records a run without its result: duplicates find it
+// COMPLETED with ResultOmitted, and it is never free before it expires.
+func testOmitResult(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	err := s.Complete(context.Background(), dedupe.CompleteRequest{
+		Key: k, Token: "tok-a", Result: sampleResult(), Now: base, ExpiresAt: base.Add(time.Hour), OmitResult: true,
+	})
+	if err != nil {
+		t.Fatalf("Complete(OmitResult): %v", err)
+	}
+	rec := mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Minute), time.Second), false)
+	if rec.Status != dedupe.StatusCompleted || !rec.ResultOmitted || rec.Result != nil {
+		t.Errorf("record = %+v, want COMPLETED, ResultOmitted, no result", rec)
+	}
+}
+
+// testKeyLimits holds every store to DynamoDB's key limits, so that a
+// key one backend accepts never fails on another: up to
+// dedupe.MaxStoreKeyBytes bytes of valid UTF-8 work; anything else is
+// refused with ErrKeyRejected, which is not transient.
+func testKeyLimits(t *testing.T, s dedupe.Store) {
+	ctx := context.Background()
+	prefix := key(t) + "/"
+	longest := prefix + strings.Repeat("é", (dedupe.MaxStoreKeyBytes-len(prefix))/2)
+	longest += strings.Repeat("x", dedupe.MaxStoreKeyBytes-len(longest))
+	mustClaim(t, s, claimReq(longest, "tok-a", base, 30*time.Second), true)
+	if err := complete(s, longest, "tok-a", base, sampleResult()); err != nil {
+		t.Fatalf("Complete(%d-byte key): %v", len(longest), err)
+	}
+	if rec, err := s.Get(ctx, longest, base); err != nil || rec.Key != longest {
+		t.Errorf("Get(%d-byte key) = %+v, %v; want the record under the same key", len(longest), rec, err)
+	}
+
+	bad := map[string]string{
+		"empty":         "",
+		"one too long":  longest + "x",
+		"invalid UTF-8": prefix + "\xff\xfe",
+	}
+	for name, k := range bad {
+		_, err := s.Claim(ctx, claimReq(k, "tok-a", base, 30*time.Second))
+		if !errors.Is(err, dedupe.ErrKeyRejected) || errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("Claim(%s key) error = %v, want ErrKeyRejected, not ErrStoreUnavailable", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), k) && k != "" {
+			t.Errorf("Claim(%s key) error quotes the key", name)
+		}
+		if _, err := s.Get(ctx, k, base); !errors.Is(err, dedupe.ErrKeyRejected) {
+			t.Errorf("Get(%s key) error = %v, want ErrKeyRejected", name, err)
+		}
+		if err := complete(s, k, "tok-a", base, sampleResult()); !errors.Is(err, dedupe.ErrKeyRejected) {
+			t.Errorf("Complete(%s key) error = %v, want ErrKeyRejected", name, err)
+		}
+		if err := s.Release(ctx, k, "tok-a"); !errors.Is(err, dedupe.ErrKeyRejected) {
+			t.Errorf("Release(%s key) error = %v, want ErrKeyRejected", name, err)
+		}
 	}
 }
