@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"reflect"
 	"strconv"
@@ -47,12 +48,13 @@ func claim(k, fp, tok string, now time.Time) dedupe.ClaimRequest {
 func TestLayout(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
-	s := newStore(t, c, redisstore.Options{Prefix: "layout:" + t.Name() + ":", TTLMargin: 30 * time.Second})
+	prefix := "layout:" + rand.Text() + ":"
+	s := newStore(t, c, redisstore.Options{Prefix: prefix, TTLMargin: 30 * time.Second})
 	now := base.Add(250 * time.Millisecond)
 	if _, err := s.Claim(ctx, claim("k1", "fp", "tok", now)); err != nil {
 		t.Fatal(err)
 	}
-	rk := "layout:" + t.Name() + ":k1"
+	rk := prefix + "k1"
 	got, err := c.HGetAll(ctx, rk).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +184,8 @@ func TestKeyRejected(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
-	s := newStore(t, c, redisstore.Options{Prefix: "malformed:" + t.Name() + ":"})
+	prefix := "malformed:" + rand.Text() + ":"
+	s := newStore(t, c, redisstore.Options{Prefix: prefix})
 	tests := []struct {
 		name   string
 		fields []string
@@ -194,7 +197,7 @@ func TestMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		k := "k-" + strings.ReplaceAll(tt.name, " ", "-")
-		if err := c.HSet(ctx, "malformed:"+t.Name()+":"+k, tt.fields).Err(); err != nil {
+		if err := c.HSet(ctx, prefix+k, tt.fields).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, k, time.Unix(0, 0)); !errors.Is(err, redisstore.ErrMalformedRecord) {
