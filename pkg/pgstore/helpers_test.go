@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,4 +191,13 @@ func (c *counter) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 func (c *counter) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	c.add("QueryRow")
 	return c.Client.QueryRow(ctx, sql, args...)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// portOf returns the port of a host:port address.
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
 }

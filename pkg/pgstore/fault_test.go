@@ -1,0 +1,167 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lambda-dedupe/dedupe/localtest/faultproxy"
+	"github.com/lambda-dedupe/dedupe/localtest/pgtest"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
+)
+
+// script returns an injector that applies faults in order to the calls
+// named op, and faultNone to everything else and afterwards.
+func script(op string, faults ...fault) func(string) fault {
+	var mu sync.Mutex
+	return func(got string) fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if got != op || len(faults) == 0 {
+			return faultNone
+		}
+		f := faults[0]
+		faults = faults[1:]
+		return f
+	}
+}
+
+// TestDriverFaults injects each fault into the claim and the completion
+// and checks the error the store returns, what the table holds
+// afterwards, and that a retry with the same token is recognised.
+func TestDriverFaults(t *testing.T) {
+	p := newPool(t)
+	table := newTable(t, p)
+	ctx := context.Background()
+	plain := newStore(t, p, pgstore.Options{Table: table})
+	for _, tt := range []struct {
+		name    string
+		f       fault
+		applied bool
+	}{
+		{"lost reply", faultLostReply, true},
+		{"throttle", faultThrottle, false},
+		{"timeout", faultTimeout, false},
+	} {
+		t.Run("claim/"+tt.name, func(t *testing.T) {
+			k := "claim/" + tt.name
+			s := newStore(t, faultClient{Client: p, inject: script("QueryRow", tt.f)}, pgstore.Options{Table: table})
+			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+				t.Fatalf("faulted Claim: got %v, want ErrStoreUnavailable", err)
+			}
+			rec, err := plain.Get(ctx, k, base)
+			if tt.applied != (err == nil) {
+				t.Fatalf("after the fault Get = %+v, %v; want applied %v", rec, err, tt.applied)
+			}
+			res, err := s.Claim(ctx, claim(k, "fp", "tok", base.Add(10*time.Millisecond)))
+			if err != nil || !res.Acquired || res.Record.Token != "tok" {
+				t.Fatalf("retried Claim: got %+v, %v; want acquired by tok", res, err)
+			}
+			if res, err := plain.Claim(ctx, claim(k, "fp", "tok-2", base.Add(time.Second))); err != nil || res.Acquired {
+				t.Errorf("other Claim: got %+v, %v; want held", res, err)
+			}
+		})
+		t.Run("complete/"+tt.name, func(t *testing.T) {
+			k := "complete/" + tt.name
+			s := newStore(t, faultClient{Client: p, inject: script("Exec", tt.f)}, pgstore.Options{Table: table})
+			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); err != nil {
+				t.Fatal(err)
+			}
+			req := dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: dedupe.Result{StatusCode: 201, Body: []byte("ok")}}
+			if err := s.Complete(ctx, req); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+				t.Fatalf("faulted Complete: got %v, want ErrStoreUnavailable", err)
+			}
+			rec, _ := plain.Get(ctx, k, base)
+			if got := rec.Status == dedupe.StatusCompleted; got != tt.applied {
+				t.Fatalf("after the fault: record %+v, want completed %v", rec, tt.applied)
+			}
+			if err := s.Complete(ctx, req); err != nil {
+				t.Fatalf("retried Complete: %v", err)
+			}
+			rec, err := plain.Get(ctx, k, base)
+			if err != nil || rec.Status != dedupe.StatusCompleted || string(rec.Result.Body) != "ok" {
+				t.Errorf("after the retry: %+v, %v; want COMPLETED ok", rec, err)
+			}
+		})
+	}
+}
+
+// TestGuardSurvivesLostCompletion runs a guarded call whose completion is
+// applied but whose reply is lost: the guard retries the completion with
+// the same token, and a duplicate is replayed, not run again.
+func TestGuardSurvivesLostCompletion(t *testing.T) {
+	p := newPool(t)
+	s := newStore(t, faultClient{Client: p, inject: script("Exec", faultLostReply)}, pgstore.Options{Table: newTable(t, p)})
+	g := dedupe.New(s, &dedupe.Config{Now: func() time.Time { return base }})
+	runs := 0
+	fn := func(context.Context) (dedupe.Result, error) {
+		runs++
+		return dedupe.Result{StatusCode: 201, Body: []byte("charged")}, nil
+	}
+	ctx := context.Background()
+	if _, err := g.Run(ctx, "order-1", "fp", fn); err != nil {
+		t.Fatalf("first Run: %v", err)
+	}
+	out, err := g.Run(ctx, "order-1", "fp", fn)
+	if err != nil || !out.Replayed || string(out.Result.Body) != "charged" {
+		t.Fatalf("duplicate Run: %+v, %v; want the replay", out, err)
+	}
+	if runs != 1 {
+		t.Errorf("runs = %d, want 1", runs)
+	}
+}
+
+// TestRealConnectionReset puts a TCP proxy between pgx and the server and
+// breaks real connections: a lost reply after the claim was applied, and
+// a server that refuses connections. pgx does not resend a statement, so
+// the store reports dedupe.ErrStoreUnavailable; the claim was applied,
+// and the same token's retry is recognised.
+func TestRealConnectionReset(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cfg.ConnConfig.Host + ":" + itoa(int(cfg.ConnConfig.Port))
+	px, err := faultproxy.Start(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = "127.0.0.1", uint16(portOf(px.Addr()))
+	cfg.ConnConfig.Fallbacks = nil
+	ctx := context.Background()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := newStore(t, pool, pgstore.Options{})
+	// Open the connection first, so the lost reply is the claim's own.
+	if _, err := s.Get(ctx, "warm-up", base); !errors.Is(err, dedupe.ErrNotFound) {
+		t.Fatal(err)
+	}
+	px.LoseNextReply()
+	if _, err := s.Claim(ctx, claim("k", "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+		t.Fatalf("Claim through a reset: got %v, want ErrStoreUnavailable", err)
+	}
+	if px.Lost() != 1 {
+		t.Fatalf("replies lost = %d, want 1", px.Lost())
+	}
+	res, err := s.Claim(ctx, claim("k", "fp", "tok", base.Add(time.Millisecond)))
+	if err != nil || !res.Acquired {
+		t.Fatalf("retried Claim: %+v, %v; want acquired by its own token", res, err)
+	}
+	px.Refuse(true)
+	if _, err := s.Get(ctx, "k", base); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+		t.Errorf("Get from a refusing server: got %v, want ErrStoreUnavailable", err)
+	}
+	px.Refuse(false)
+	if _, err := s.Get(ctx, "k", base); err != nil {
+		t.Errorf("Get once the server is back: %v", err)
+	}
+}
