@@ -3,7 +3,6 @@ package dedupe
 import (
 	"context"
 	"encoding/base64"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -121,7 +120,7 @@ func (e *v2Event) route() string {
 	}
 	m, path, ok := strings.Cut(rk, " ")
 	switch {
-	case !ok: // "$default" or empty
+	case !ok || isGreedy(path): // "$default", empty, or "/{proxy+}"
 		return routeOf(method, e.RawPath)
 	case m == "ANY":
 		return routeOf(method, path)
@@ -129,16 +128,22 @@ func (e *v2Event) route() string {
 	return rk
 }
 
+func (e *v2Event) scope() string {
+	return "http:" + e.RequestContext.APIID + "/" + e.RequestContext.Stage
+}
+
 func (e *v2Event) keyHeader() (string, int) { return lookup(e.Headers, "idempotency-key") }
 
 func (e *v2Event) header(lname string) (string, bool) {
-	v, n := lookup(e.Headers, lname)
-	return v, n > 0
+	return cookieHeader(e.Headers, e.Cookies, lname)
 }
 
+// appendTarget fingerprints the raw query string: the parsed parameters
+// join repeated values with commas, so ?to=a&to=b and ?to=a%2Cb would
+// compare equal.
 func (e *v2Event) appendTarget(buf []byte) []byte {
 	buf = appendSorted(buf, "path", e.PathParameters)
-	return appendSorted(buf, "query", e.QueryStringParameters)
+	return appendPart(append(buf, 'q'), e.RawQueryString)
 }
 
 func (e *v2Event) body(limit int64) ([]byte, bool, error) {
@@ -152,11 +157,20 @@ type v1Event events.APIGatewayProxyRequest
 
 func (e *v1Event) method() string { return e.HTTPMethod }
 
+// route resolves the method and resource; a greedy resource
+// ("/{proxy+}", "/files/{path+}") resolves to the actual path, since it
+// would otherwise put every path behind it in one scope (and
+// RequireKeyOn("POST /orders") would never match). ANY resources carry
+// the actual method in HTTPMethod already.
 func (e *v1Event) route() string {
-	if e.Resource != "" {
+	if e.Resource != "" && !isGreedy(e.Resource) {
 		return routeOf(e.HTTPMethod, e.Resource)
 	}
 	return routeOf(e.HTTPMethod, e.Path)
+}
+
+func (e *v1Event) scope() string {
+	return "rest:" + e.RequestContext.APIID + "/" + e.RequestContext.Stage
 }
 
 func (e *v1Event) keyHeader() (string, int) {
@@ -187,6 +201,21 @@ func (e *v1Event) body(limit int64) ([]byte, bool, error) {
 }
 
 func (e *v1Event) raw() any { return (*events.APIGatewayProxyRequest)(e) }
+
+// isGreedy reports whether a route or resource path has a greedy path
+// variable, "{name+}".
+func isGreedy(path string) bool { return strings.Contains(path, "+}") }
+
+// cookieHeader returns header lname from an event that moved its cookies
+// out of the headers (payload 2.0, Function URLs): "cookie" is rebuilt
+// from them, joined with "; " as a client sends them.
+func cookieHeader(headers map[string]string, cookies []string, lname string) (string, bool) {
+	if lname == "cookie" && len(cookies) > 0 {
+		return strings.Join(cookies, "; "), true
+	}
+	v, n := lookup(headers, lname)
+	return v, n > 0
+}
 
 // lookup returns the value of header lname (lower case) in m and how many
 // keys carry it: the exact lower-case key first, as API Gateway HTTP APIs
@@ -238,64 +267,6 @@ func eventBody(body string, isBase64 bool, limit int64) ([]byte, bool, error) {
 		return nil, true, nil
 	}
 	return []byte(body), false, nil
-}
-
-// jwtPrincipal is the principal of a JWT: issuer and subject, encoded
-// unambiguously.
-func jwtPrincipal(iss, sub string) string {
-	return "jwt:" + strconv.Itoa(len(iss)) + ":" + iss + sub
-}
-
-// v2Principal resolves DefaultPrincipal for an HTTP API request.
-func v2Principal(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription) string {
-	if a == nil {
-		return ""
-	}
-	if a.JWT != nil && a.JWT.Claims["sub"] != "" {
-		return jwtPrincipal(a.JWT.Claims["iss"], a.JWT.Claims["sub"])
-	}
-	for _, name := range []string{"principalId", "sub"} {
-		if id, ok := a.Lambda[name].(string); ok && id != "" {
-			return "lambda:" + id
-		}
-	}
-	if iam := a.IAM; iam != nil {
-		switch {
-		case iam.CognitoIdentity.IdentityID != "":
-			return "cognito-identity:" + iam.CognitoIdentity.IdentityID
-		case iam.UserARN != "":
-			return "iam:" + iam.UserARN
-		case iam.CallerID != "":
-			return "iam:" + iam.CallerID
-		}
-	}
-	return ""
-}
-
-// v1Principal resolves DefaultPrincipal for a REST API request.
-func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
-	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
-		sub, _ := claims["sub"].(string)
-		iss, _ := claims["iss"].(string)
-		if sub != "" {
-			return jwtPrincipal(iss, sub)
-		}
-	}
-	if id, ok := rc.Authorizer["principalId"].(string); ok && id != "" {
-		return "lambda:" + id
-	}
-	id := &rc.Identity
-	switch {
-	case id.CognitoIdentityID != "":
-		return "cognito-identity:" + id.CognitoIdentityID
-	case id.UserArn != "":
-		return "iam:" + id.UserArn
-	case id.Caller != "":
-		return "iam:" + id.Caller
-	case id.APIKeyID != "":
-		return "apikey:" + id.APIKeyID
-	}
-	return ""
 }
 
 // cookieResult is the Result of a response shaped as payload 2.0 and

@@ -58,6 +58,10 @@ func TestDefaultPrincipal(t *testing.T) {
 		{"Function URL auth NONE", urlNone, ""},
 		{"net/http", httptest.NewRequest("POST", "/payments", nil), ""},
 		{"unknown type", "nope", ""},
+		// Issue 9, case 1: a value, not a pointer, is read the same.
+		{"HTTP API event by value", *v2("apigw-v2-lambda-authorizer.json").(*events.APIGatewayV2HTTPRequest), "lambda:tenant-17/user-342"},
+		{"REST API event by value", *v1("apigw-v1-lambda-authorizer.json").(*events.APIGatewayProxyRequest), "lambda:tenant-17/user-342"},
+		{"Function URL event by value", *url("function-url-iam.json").(*events.LambdaFunctionURLRequest), "iam:arn:aws:sts::123456789012:assumed-role/payments-client/alice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,11 +156,32 @@ func TestAPIGatewayTargets(t *testing.T) {
 			e.RawPath = "/orders/ord_1002"
 		}, 422, 1},
 		{"other query is 422", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RawQueryString = "notify=email"
 			e.QueryStringParameters = map[string]string{"notify": "email"}
 		}, 422, 1},
-		{"other stage, same route key replays", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+		// Issue 9, case 7: API Gateway joins repeated parameters with
+		// commas; the raw query string tells them apart.
+		{"repeated parameter and a comma value are 422", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RawQueryString = "to=a%2Cb"
+			e.QueryStringParameters = map[string]string{"to": "a,b"}
+		}, 422, 1},
+		// Issue 9, case 2: stages and APIs in front of one function.
+		{"other stage is another scope", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Stage = "v2"
-		}, 200, 1},
+		}, 200, 2},
+		{"other API is another scope", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.APIID = "otherapi1"
+		}, 200, 2},
+		// Issue 9, case 10: a greedy route scopes by the actual path.
+		{"greedy route is scoped by the actual path", "apigw-v2-iam.json", "POST /{proxy+}", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RawPath = "/uploads/other.png"
+		}, 200, 2},
+		{"greedy route, same path replays", "apigw-v2-iam.json", "POST /{proxy+}", func(*events.APIGatewayV2HTTPRequest) {}, 200, 1},
+		// Issue 9, case 1: AWS's simple-response authorizer context.
+		{"simple authorizer, other user runs again", "apigw-v2-lambda-simple.json", "", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.Lambda["userId"] = "u-2002"
+		}, 200, 2},
+		{"simple authorizer, same user replays", "apigw-v2-lambda-simple.json", "", func(*events.APIGatewayV2HTTPRequest) {}, 200, 1},
 		{"other principal runs again", "apigw-v2-lambda-authorizer.json", "", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.Lambda["principalId"] = "tenant-18/user-342"
 		}, 200, 2},
@@ -176,6 +201,10 @@ func TestAPIGatewayTargets(t *testing.T) {
 			fixture(t, tt.fixture, &second)
 			if tt.routeKey != "" {
 				first.RouteKey, second.RouteKey = tt.routeKey, tt.routeKey
+			}
+			if tt.name == "repeated parameter and a comma value are 422" {
+				first.RawQueryString = "to=a&to=b"
+				first.QueryStringParameters = map[string]string{"to": "a,b"}
 			}
 			tt.second(&second)
 			runs := 0
@@ -234,6 +263,80 @@ func TestRESTAPIMultiValue(t *testing.T) {
 		change(&other)
 		if r, _ := h(context.Background(), other); r.StatusCode != 422 {
 			t.Errorf("changed request: status %d, want 422", r.StatusCode)
+		}
+	}
+}
+
+// TestDefaultPrincipalNeverShares checks issue 9, case 1: whatever shape
+// an authorizer gives its identity, two callers never share a principal,
+// and a request that carries an authorizer identity never gets the shared
+// scope ("").
+func TestDefaultPrincipalNeverShares(t *testing.T) {
+	v2Lambda := func(ctx map[string]any) any {
+		return &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: ctx}}}
+	}
+	v2JWT := func(claims map[string]string) any {
+		return &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims}}}}
+	}
+	v1Auth := func(auth map[string]any) any {
+		return events.APIGatewayProxyRequest{RequestContext: events.APIGatewayProxyRequestContext{Authorizer: auth}}
+	}
+	pairs := []struct {
+		name string
+		a, b any
+	}{
+		{"simple response userId", v2Lambda(map[string]any{"userId": "u1"}), v2Lambda(map[string]any{"userId": "u2"})},
+		{"numeric id", v2Lambda(map[string]any{"accountId": 41}), v2Lambda(map[string]any{"accountId": 42})},
+		{"same user, other tenant", v2Lambda(map[string]any{"userId": "u1", "tenantId": "t1"}), v2Lambda(map[string]any{"userId": "u1", "tenantId": "t2"})},
+		{"constant principalId, tenant beside it", v2Lambda(map[string]any{"principalId": "user", "tenantId": "t1"}), v2Lambda(map[string]any{"principalId": "user", "tenantId": "t2"})},
+		{"context without id fields", v2Lambda(map[string]any{"team": "a", "role": "admin"}), v2Lambda(map[string]any{"team": "b", "role": "admin"})},
+		{"nested context", v2Lambda(map[string]any{"who": map[string]any{"u": "1"}}), v2Lambda(map[string]any{"who": map[string]any{"u": "2"}})},
+		{"JWT without sub (client credentials)", v2JWT(map[string]string{"iss": "i", "client_id": "c1"}), v2JWT(map[string]string{"iss": "i", "client_id": "c2"})},
+		{"JWT with neither sub nor client", v2JWT(map[string]string{"iss": "i", "email": "a@x"}), v2JWT(map[string]string{"iss": "i", "email": "b@x"})},
+		{"JWT issuers", v2JWT(map[string]string{"iss": "i1", "sub": "s"}), v2JWT(map[string]string{"iss": "i2", "sub": "s"})},
+		{"REST claims as map[string]string", v1Auth(map[string]any{"claims": map[string]string{"sub": "a"}}), v1Auth(map[string]any{"claims": map[string]string{"sub": "b"}})},
+		{"REST claims as a JSON string", v1Auth(map[string]any{"claims": `{"sub":"a"}`}), v1Auth(map[string]any{"claims": `{"sub":"b"}`})},
+		{"REST context without principalId", v1Auth(map[string]any{"team": "a", "integrationLatency": 3}), v1Auth(map[string]any{"team": "b", "integrationLatency": 3})},
+		{"Lambda and IAM identities", v2Lambda(map[string]any{"principalId": "arn:aws:iam::1:user/u"}), &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/u"}}}}},
+	}
+	for _, p := range pairs {
+		t.Run(p.name, func(t *testing.T) {
+			a, b := dedupe.DefaultPrincipal(p.a), dedupe.DefaultPrincipal(p.b)
+			if a == "" || b == "" || a == b {
+				t.Errorf("DefaultPrincipal = %q and %q, want two different, non-empty principals", a, b)
+			}
+		})
+	}
+
+	// What must not change between a caller's retries.
+	same := []struct {
+		name string
+		a, b any
+	}{
+		{"context field order", v2Lambda(map[string]any{"team": "a", "role": "admin"}), v2Lambda(map[string]any{"role": "admin", "team": "a"})},
+		{"REST integrationLatency", v1Auth(map[string]any{"team": "a", "integrationLatency": 3}), v1Auth(map[string]any{"team": "a", "integrationLatency": 41})},
+		{"refreshed JWT", v2JWT(map[string]string{"iss": "i", "email": "a@x", "iat": "1", "exp": "2", "jti": "x"}), v2JWT(map[string]string{"iss": "i", "email": "a@x", "iat": "5", "exp": "9", "jti": "y"})},
+		{"id fields beside volatile ones", v2Lambda(map[string]any{"userId": "u1", "issuedAt": 1}), v2Lambda(map[string]any{"userId": "u1", "issuedAt": 2})},
+	}
+	for _, p := range same {
+		t.Run(p.name, func(t *testing.T) {
+			if a, b := dedupe.DefaultPrincipal(p.a), dedupe.DefaultPrincipal(p.b); a == "" || a != b {
+				t.Errorf("DefaultPrincipal = %q and %q, want the same non-empty principal", a, b)
+			}
+		})
+	}
+
+	// No identity at all: the shared scope, which the adapters refuse
+	// unless HTTPConfig.SharedScope is set.
+	for name, req := range map[string]any{
+		"empty simple-response context": v2Lambda(map[string]any{}),
+		"REST authorizer with latency only": v1Auth(map[string]any{"integrationLatency": 3}),
+	} {
+		if got := dedupe.DefaultPrincipal(req); got != "" {
+			t.Errorf("%s: DefaultPrincipal = %q, want \"\"", name, got)
 		}
 	}
 }

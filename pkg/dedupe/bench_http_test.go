@@ -74,7 +74,7 @@ func BenchmarkHTTPAPIUnguarded(b *testing.B) {
 }
 
 func BenchmarkMiddlewareReplay(b *testing.B) {
-	h := dedupe.Middleware(dedupe.New(memstore.New(), nil), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := dedupe.Middleware(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{SharedScope: true})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(201)
 		w.Write([]byte(`{"id":"pay_1"}`))

@@ -20,8 +20,10 @@ import (
 //
 // On a fresh run RunJSON returns fn's own value. The error is nil when the
 // value was stored or replayed. When fn ran but its value could not be
-// recorded (ErrNotStored, ErrResultTooLarge) or ran without a claim
-// (ErrRanUnguarded), the value is valid and the error says so. fn's own
+// recorded (ErrNotStored, ErrResultTooLarge), could not be encoded
+// (ErrResultUnencodable: the run is recorded without it and never
+// repeated), or ran without a claim (ErrRanUnguarded), the value is valid
+// and the error says so. fn's own
 // errors come back after the key was released, so a redelivery runs
 // again. A *ConflictError (in progress, or the same key with a different
 // payload), ErrResultOmitted (the first value was too large to keep; fn
@@ -38,11 +40,13 @@ func RunJSON[T any](ctx context.Context, g *Guard, key string, payload []byte, f
 		if err != nil {
 			return Result{}, err
 		}
+		fresh, ran = v, true
 		body, err := json.Marshal(v)
 		if err != nil {
-			return Result{}, fmt.Errorf("encode result: %w", err)
+			// The side effect happened: record the run without its value
+			// rather than release the key for a retry to repeat it.
+			return Result{}, &unencodableError{err: err}
 		}
-		fresh, ran = v, true
 		return Result{Body: body}, nil
 	})
 	if ran {
@@ -54,7 +58,7 @@ func RunJSON[T any](ctx context.Context, g *Guard, key string, payload []byte, f
 	}
 	var v T
 	if err := json.Unmarshal(out.Result.Body, &v); err != nil {
-		return zero, fmt.Errorf("decode replayed result of %q: %w", key, err)
+		return zero, fmt.Errorf("decode replayed result of %s: %w", KeyRef(g.Key(key)), err)
 	}
 	return v, nil
 }

@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -60,17 +61,24 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+// TestRunJSONUnencodable checks issue 9, case 9: once fn succeeded, a
+// value that cannot be encoded is recorded as a run without a result, and
+// the side effect never runs again.
 func TestRunJSONUnencodable(t *testing.T) {
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
-	fn := func(context.Context) (chan int, error) { runs++; return make(chan int), nil }
+	fn := func(context.Context) (float64, error) { runs++; return math.NaN(), nil }
+	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	if !errors.Is(err, dedupe.ErrResultUnencodable) || !math.IsNaN(v) {
+		t.Fatalf("first RunJSON = %v, %v; want NaN and ErrResultUnencodable", v, err)
+	}
 	for range 2 {
-		if _, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn); err == nil {
-			t.Fatal("RunJSON of a channel: got nil error, want an encoding error")
+		if _, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+			t.Errorf("retry: err = %v, want ErrResultOmitted", err)
 		}
 	}
-	if runs != 2 {
-		t.Errorf("runs = %d, want 2 (the key is released after the encoding error)", runs)
+	if runs != 1 {
+		t.Errorf("runs = %d, want 1 (the run is recorded, never repeated)", runs)
 	}
 }
 

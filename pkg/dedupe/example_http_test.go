@@ -39,7 +39,16 @@ func ExampleHTTPAPI() {
 		Headers:  map[string]string{"idempotency-key": `"order-42"`},
 		Body:     `{"amount":1250,"currency":"EUR","source":"tok_visa"}`,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			APIID: "a1b2c3", Stage: "$default",
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"},
+			// The caller, as the JWT authorizer identified it: keys are
+			// scoped by it (a request with no identity is refused unless
+			// HTTPConfig.SharedScope is set).
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+					Claims: map[string]string{"iss": "https://issuer.example", "sub": "user-alice"},
+				},
+			},
 		},
 	}
 	first, _ := handler(context.Background(), req)

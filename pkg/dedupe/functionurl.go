@@ -8,12 +8,13 @@ import (
 
 // FunctionURL wraps a Lambda Function URL handler like HTTPAPI.
 //
-// Function URLs have no routes: keys are scoped by method and raw path
-// ("POST /payments"), unless HTTPConfig.Route says otherwise, and by
-// DefaultPrincipal (the IAM caller when the URL uses AWS_IAM auth; with
-// auth type NONE there is no principal, so set HTTPConfig.Principal if
-// callers identify themselves otherwise). The query parameters and the
-// body enter the fingerprint.
+// Function URLs have no routes: keys are scoped by the URL's domain, by
+// method and raw path ("POST /payments"), unless HTTPConfig.Route says
+// otherwise, and by DefaultPrincipal (the IAM caller when the URL uses
+// AWS_IAM auth; with auth type NONE there is no principal, so set
+// HTTPConfig.Principal if callers identify themselves otherwise, or
+// SharedScope if they are anonymous). The raw query string and the body
+// enter the fingerprint.
 //
 // A replay carries the stored status, headers, cookies and body, byte for
 // byte, plus Idempotent-Replayed: true; repeated header values, which a
@@ -37,16 +38,19 @@ func (e *urlEvent) method() string { return e.RequestContext.HTTP.Method }
 
 func (e *urlEvent) route() string { return routeOf(e.RequestContext.HTTP.Method, e.RawPath) }
 
+func (e *urlEvent) scope() string { return "url:" + e.RequestContext.DomainName }
+
 func (e *urlEvent) keyHeader() (string, int) { return lookup(e.Headers, "idempotency-key") }
 
 func (e *urlEvent) header(lname string) (string, bool) {
-	v, n := lookup(e.Headers, lname)
-	return v, n > 0
+	return cookieHeader(e.Headers, e.Cookies, lname)
 }
 
+// appendTarget fingerprints the raw path and the raw query string (see
+// v2Event.appendTarget).
 func (e *urlEvent) appendTarget(buf []byte) []byte {
 	buf = appendPart(buf, e.RawPath)
-	return appendSorted(buf, "query", e.QueryStringParameters)
+	return appendPart(append(buf, 'q'), e.RawQueryString)
 }
 
 func (e *urlEvent) body(limit int64) ([]byte, bool, error) {
@@ -54,17 +58,3 @@ func (e *urlEvent) body(limit int64) ([]byte, bool, error) {
 }
 
 func (e *urlEvent) raw() any { return (*events.LambdaFunctionURLRequest)(e) }
-
-// urlPrincipal resolves DefaultPrincipal for a Function URL request.
-func urlPrincipal(a *events.LambdaFunctionURLRequestContextAuthorizerDescription) string {
-	if a == nil || a.IAM == nil {
-		return ""
-	}
-	switch {
-	case a.IAM.UserARN != "":
-		return "iam:" + a.IAM.UserARN
-	case a.IAM.CallerID != "":
-		return "iam:" + a.IAM.CallerID
-	}
-	return ""
-}

@@ -26,8 +26,13 @@ func TestFunctionURL(t *testing.T) {
 		}, 201, 1},
 		{"other path is another scope", nil, func(e *events.LambdaFunctionURLRequest) { e.RawPath = "/refunds" }, 201, 2},
 		{"other query is 422", nil, func(e *events.LambdaFunctionURLRequest) {
+			e.RawQueryString = "capture=false"
 			e.QueryStringParameters = map[string]string{"capture": "false"}
 		}, 422, 1},
+		// Issue 9, case 2: another Function URL (an alias) is another scope.
+		{"other URL domain is another scope", nil, func(e *events.LambdaFunctionURLRequest) {
+			e.RequestContext.DomainName = "zz9xmpl.lambda-url.us-east-1.on.aws"
+		}, 201, 2},
 		{"other IAM caller runs again", nil, func(e *events.LambdaFunctionURLRequest) {
 			e.RequestContext.Authorizer.IAM.UserARN = "arn:aws:sts::123456789012:assumed-role/payments-client/bob"
 		}, 201, 2},
@@ -35,7 +40,7 @@ func TestFunctionURL(t *testing.T) {
 			return req.(*events.LambdaFunctionURLRequest).RequestContext.HTTP.Method + " /payments/*"
 		}}, func(e *events.LambdaFunctionURLRequest) { e.RawPath = "/payments/" }, 422, 1},
 		{"configured principal", &dedupe.HTTPConfig{Principal: func(req any) string {
-			return req.(*events.LambdaFunctionURLRequest).Headers["x-tenant"]
+			return "tenant:" + req.(*events.LambdaFunctionURLRequest).Headers["x-tenant"]
 		}}, func(e *events.LambdaFunctionURLRequest) { e.Headers["x-tenant"] = "t2" }, 201, 2},
 	}
 	for _, tt := range tests {

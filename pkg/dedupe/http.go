@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // DefaultMaxBodyBytes is the request body limit of the HTTP adapters when
@@ -19,11 +17,14 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL
 // and Middleware), which all share one implementation. The zero value (or
-// a nil *HTTPConfig) is valid and means: POST, PATCH, PUT and DELETE are
-// guarded; a missing key lets the request through unguarded; routes and
-// principals are resolved as DefaultPrincipal and the adapters document;
-// no headers are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
-// DefaultKeep decides what is stored; no logging.
+// a nil *HTTPConfig) is valid for the Lambda adapters and means: POST,
+// PATCH, PUT and DELETE are guarded; a missing key lets the request
+// through unguarded; routes and principals are resolved as
+// DefaultPrincipal and the adapters document, and a guarded request with
+// no principal is refused (500) because SharedScope is off; no headers
+// are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
+// DefaultKeep decides what is stored; no logging. Middleware needs
+// Principal or SharedScope.
 //
 // Functions that receive the request get the adapter's event: a
 // *events.APIGatewayV2HTTPRequest (HTTPAPI), *events.APIGatewayProxyRequest
@@ -37,16 +38,18 @@ const DefaultMaxBodyBytes = 1 << 20
 //	                                         └─ yes ───► 400 key missing
 //	key not 1..255 printable ASCII, or repeated ───────► 400 key invalid
 //	body over MaxBodyBytes ────────────────────────────► 413 (nothing claimed)
-//	claim scope(route, principal, key) with the fingerprint:
+//	no principal and SharedScope off ──────────────────► 500, handler not run (logged)
+//	claim scope(API and stage, route, principal, key) with the fingerprint:
 //	  fresh ──► handler ── Keep(status)? ── yes ───────► stored, answered
 //	                    │                 └─ no ───────► key released, answered
 //	                    └── error or panic ────────────► key released, error / panic
 //	  completed, same fingerprint ─────────────────────► replay + Idempotent-Replayed: true
 //	  completed, response was too large to keep ───────► 409 response unavailable
 //	  in progress ─────────────────────────────────────► 409 + Retry-After (lease left)
-//	  different fingerprint ───────────────────────────► 422
-//	  store failed ── Config.FailOpen? ── no ──────────► 503 + Retry-After, handler not run
-//	                                   └─ yes ─────────► handler, unguarded (logged)
+//	  different fingerprint (running or stranded) ─────► 422
+//	  store unavailable ── Config.FailOpen? ── no ─────► 503 + Retry-After, handler not run
+//	                                        └─ yes ────► handler, unguarded (logged)
+//	  any other store error (key rejected, bad record) ► 500, handler not run (logged)
 type HTTPConfig struct {
 	// Methods lists the methods that are guarded; others always pass
 	// through. Nil means POST, PATCH, PUT and DELETE.
@@ -68,9 +71,22 @@ type HTTPConfig struct {
 	Route func(req any) string
 
 	// Principal returns the caller's identity, which scopes keys so one
-	// caller can never receive another's response. Nil means
-	// DefaultPrincipal, which finds nothing for Middleware: set it there.
+	// caller can never receive another's response; "" means the caller is
+	// unknown. Nil means DefaultPrincipal, which finds nothing for
+	// Middleware: set it there (Middleware panics at construction when
+	// neither Principal nor SharedScope is set).
 	Principal func(req any) string
+
+	// SharedScope lets guarded requests with no principal share one key
+	// space per API, stage and route, so that any two anonymous callers
+	// sending the same key get the same answer. Set it only for APIs whose
+	// callers are anonymous and whose keys are unguessable (random UUIDs);
+	// the adapter logs a warning when it is built with it. Requests that do
+	// carry an identity are still scoped by it. The default, false,
+	// refuses a guarded request with no principal with 500 and never runs
+	// the handler (ErrNoPrincipal in the log), because sharing a scope
+	// silently is how one tenant receives another's response.
+	SharedScope bool
 
 	// FingerprintHeaders names request headers (case-insensitive) that
 	// enter the fingerprint besides method, route, path parameters, query
@@ -124,6 +140,10 @@ type httpEvent interface {
 	method() string
 	// route returns the default route, "METHOD /path".
 	route() string
+	// scope returns what identifies the deployment that received the
+	// request: the API ID and stage, the Function URL's domain; "" when
+	// the event has none (net/http).
+	scope() string
 	// keyHeader returns the first Idempotency-Key value and how many
 	// values the request carries.
 	keyHeader() (string, int)
@@ -147,6 +167,7 @@ type httpCore struct {
 	requireKey func(string) bool
 	route      func(any) string
 	principal  func(any) string
+	shared     bool
 	fpHeaders  []string // lower case
 	maxBody    int64
 	keep       func(Result) bool
@@ -164,6 +185,7 @@ func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 		requireKey: c.RequireKey,
 		route:      c.Route,
 		principal:  c.Principal,
+		shared:     c.SharedScope,
 		maxBody:    c.MaxBodyBytes,
 		log:        c.Logger,
 	}
@@ -192,6 +214,9 @@ func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 	if core.log == nil {
 		core.log = slog.New(slog.DiscardHandler)
 	}
+	if core.shared {
+		core.log.Warn("dedupe: SharedScope is on: guarded requests without a principal share one key space per route")
+	}
 	return core
 }
 
@@ -215,6 +240,10 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	} else {
 		route = ev.route()
 	}
+	if route == "" {
+		c.log.Error("dedupe: request refused: HTTPConfig.Route returned an empty route")
+		return problemResult(ProblemInternal, 0), true, nil
+	}
 	raw, n := ev.keyHeader()
 	switch {
 	case n == 0 && c.requireKey != nil && c.requireKey(route):
@@ -237,8 +266,13 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 		return problemResult(ProblemBodyUnreadable, 0), true, nil
 	}
 
+	principal := c.principal(ev.raw())
+	if principal == "" && !c.shared {
+		c.log.Error("dedupe: request refused: no principal", "route", route, "err", ErrNoPrincipal)
+		return problemResult(ProblemInternal, 0), true, nil
+	}
 	call := Call{
-		Key:         scopeKey(route, c.principal(ev.raw()), key),
+		Key:         scopeKey(ev.scope(), route, principal, key),
 		Fingerprint: c.fingerprint(method, route, ev, body),
 		Keep:        c.keep,
 	}
@@ -255,9 +289,10 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 
 // decide turns the guard's answer into the adapter's.
 func (c *httpCore) decide(key string, out Outcome, err error, ran bool, handlerErr error) (Result, bool, error) {
+	ref := KeyRef(c.g.Key(key))
 	if handlerErr != nil {
 		if err != nil && !errors.Is(err, handlerErr) {
-			c.log.Warn("dedupe: release after handler error failed", "key", c.g.Key(key), "err", err)
+			c.log.Warn("dedupe: release after handler error failed", "key", ref, "err", err)
 		}
 		return Result{}, false, handlerErr
 	}
@@ -265,7 +300,7 @@ func (c *httpCore) decide(key string, out Outcome, err error, ran bool, handlerE
 		if err != nil {
 			// ErrNotStored, ErrResultTooLarge or ErrRanUnguarded: the
 			// handler's real response still goes to the client.
-			c.log.Warn("dedupe: response not recorded", "key", c.g.Key(key), "err", err)
+			c.log.Warn("dedupe: response not recorded", "key", ref, "err", err)
 		}
 		return Result{}, false, nil
 	}
@@ -284,9 +319,14 @@ func (c *httpCore) decide(key string, out Outcome, err error, ran bool, handlerE
 		return problemResult(ProblemKeyReused, 0), true, nil
 	case errors.Is(err, ErrResultOmitted):
 		return problemResult(ProblemResultUnavailable, 0), true, nil
-	default:
-		c.log.Warn("dedupe: claim failed, request refused (fail closed)", "key", c.g.Key(key), "err", err)
+	case errors.Is(err, ErrStoreUnavailable):
+		c.log.Warn("dedupe: store unavailable, request refused (fail closed)", "key", ref, "err", err)
 		return problemResult(ProblemStoreUnavailable, storeRetryAfter), true, nil
+	default:
+		// A permanent failure would fail the same way on every retry: it
+		// is ours, not the client's, and no reason to invite retries.
+		c.log.Error("dedupe: store error, request refused", "key", ref, "err", err)
+		return problemResult(ProblemInternal, 0), true, nil
 	}
 }
 
@@ -438,33 +478,4 @@ func eventHeaders(single map[string]string, multi map[string][]string, cookies [
 		h["Set-Cookie"] = append(h["Set-Cookie"], cookies...)
 	}
 	return h
-}
-
-// DefaultPrincipal is the default HTTPConfig.Principal. It reads the
-// caller's identity from the event's request context, in this order:
-//
-//   - HTTP API: the JWT authorizer's "sub" claim (with "iss"), else the
-//     Lambda authorizer context's "principalId" or "sub", else the IAM
-//     caller (Cognito identity ID, user ARN, caller ID);
-//   - REST API: the Cognito user pool authorizer's "sub" claim (with
-//     "iss"), else the Lambda authorizer's principalId, else the Cognito
-//     identity ID, IAM user ARN or caller, else the API key ID;
-//   - Function URL: the IAM user ARN or caller ID (auth type AWS_IAM).
-//
-// Each source is tagged ("jwt:", "lambda:", "iam:", ...), so identities
-// from different authorizers never compare equal. It returns "" when the
-// request carries no identity (no authorizer), and always for an
-// *http.Request: configure HTTPConfig.Principal for Middleware. An empty
-// principal still scopes keys by route, but every anonymous caller shares
-// that scope.
-func DefaultPrincipal(req any) string {
-	switch r := req.(type) {
-	case *events.APIGatewayV2HTTPRequest:
-		return v2Principal(r.RequestContext.Authorizer)
-	case *events.APIGatewayProxyRequest:
-		return v1Principal(&r.RequestContext)
-	case *events.LambdaFunctionURLRequest:
-		return urlPrincipal(r.RequestContext.Authorizer)
-	}
-	return ""
 }

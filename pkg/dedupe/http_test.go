@@ -290,7 +290,11 @@ func wrapHTTPAPI(t testing.TB, g *dedupe.Guard, cfg *dedupe.HTTPConfig, h handle
 		ev.RawPath, ev.RequestContext.HTTP.Path = r.path, r.path
 		ev.PathParameters = r.params
 		setKeys(ev.Headers, r, r.keyName == "")
-		ev.RequestContext.Authorizer.JWT.Claims["sub"] = r.principal
+		if r.principal == "" {
+			ev.RequestContext.Authorizer = nil // an anonymous caller: no authorizer
+		} else {
+			ev.RequestContext.Authorizer.JWT.Claims["sub"] = r.principal
+		}
 		ev.Body, ev.IsBase64Encoded = encodeBody(r.body, r.base64), r.base64
 		resp, err := wrapped(ctx, ev)
 		resp = viaRuntime(t, resp)
@@ -344,7 +348,12 @@ func wrapRESTAPI(t testing.TB, g *dedupe.Guard, cfg *dedupe.HTTPConfig, h handle
 		for k, v := range r.headers {
 			ev.MultiValueHeaders[k] = []string{v}
 		}
-		ev.RequestContext.Authorizer["claims"].(map[string]any)["sub"] = r.principal
+		if r.principal == "" {
+			ev.RequestContext.Authorizer = nil // an anonymous caller: no authorizer
+			ev.RequestContext.Identity = events.APIGatewayRequestIdentity{SourceIP: "203.0.113.9"}
+		} else {
+			ev.RequestContext.Authorizer["claims"].(map[string]any)["sub"] = r.principal
+		}
 		ev.Body, ev.IsBase64Encoded = encodeBody(r.body, r.base64), r.base64
 		resp, err := wrapped(ctx, ev)
 		resp = viaRuntime(t, resp)
@@ -773,8 +782,17 @@ func behaviours() []scenario {
 			{req: req, status: 503, problem: dedupe.ProblemStoreUnavailable, retryAfter: "1"},
 			{req: req, status: 503, problem: dedupe.ProblemStoreUnavailable, retryAfter: "1"},
 		}},
-		{name: "any claim failure fails closed", faults: func(f *faultyStore) { f.claimErr = errors.New("faulty: malformed item") }, steps: []step{
-			{req: req, status: 503, problem: dedupe.ProblemStoreUnavailable, retryAfter: "1"},
+		// Issue 9, case 3: a permanent store error is ours, answered 500
+		// without Retry-After, and never a reason to fail open.
+		{name: "a permanent claim failure is 500, not 503", faults: func(f *faultyStore) { f.claimErr = errors.New("faulty: malformed item") }, steps: []step{
+			{req: req, status: 500, problem: dedupe.ProblemInternal, records: ptr(0)},
+			{req: req, status: 500, problem: dedupe.ProblemInternal, records: ptr(0)},
+		}},
+		{name: "fail open never runs the handler on a permanent failure", guard: dedupe.Config{FailOpen: true}, faults: func(f *faultyStore) {
+			f.claimErr = fmt.Errorf("faulty: %w", dedupe.ErrKeyRejected)
+		}, steps: []step{
+			{req: req, status: 500, problem: dedupe.ProblemInternal},
+			{req: req, status: 500, problem: dedupe.ProblemInternal},
 		}},
 		{name: "fail open serves the handler's response", guard: dedupe.Config{FailOpen: true}, faults: func(f *faultyStore) { f.claimErr = errStoreDown }, steps: []step{
 			{req: req, status: 201, runs: 1},
@@ -848,7 +866,26 @@ func behaviours() []scenario {
 			{req: req.with(func(r *request) { r.principal = "bob" }), status: 201, runs: 2},
 			{req: req, status: 201, replayed: true, runs: 2, sameAs: 1},
 			{req: req.with(func(r *request) { r.principal = "bob" }), status: 201, replayed: true, runs: 2, sameAs: 2},
-			{req: req.with(func(r *request) { r.principal = "" }), status: 201, runs: 3},
+			// Issue 9, case 1: no identity and no SharedScope is refused.
+			{req: req.with(func(r *request) { r.principal = "" }), status: 500, problem: dedupe.ProblemInternal, runs: 2},
+		}},
+		{name: "SharedScope lets anonymous callers share a scope", cfg: &dedupe.HTTPConfig{SharedScope: true}, steps: []step{
+			{req: req.with(func(r *request) { r.principal = "" }), status: 201, runs: 1},
+			{req: req.with(func(r *request) { r.principal = "" }), status: 201, replayed: true, runs: 1, sameAs: 1},
+			{req: req, status: 201, runs: 2},
+		}},
+		// Issue 9, case 3: a path so long that the escaped scope is over
+		// DynamoDB's 2048-byte key limit is guarded like any other.
+		{name: "a long path is guarded, not refused", steps: []step{
+			{req: req.with(func(r *request) { r.path = "/" + strings.Repeat("%7C|é", 700) }), status: 201, runs: 1},
+			{req: req.with(func(r *request) { r.path = "/" + strings.Repeat("%7C|é", 700) }), status: 201, replayed: true, runs: 1, sameAs: 1},
+			{req: req.with(func(r *request) { r.path = "/" + strings.Repeat("%7C|é", 700) + "x" }), status: 201, runs: 2},
+		}},
+		// Issue 9, case 8: after the first run's lease ran out, only the
+		// same request may take its key over.
+		{name: "a stranded key is not taken over by a different request", steps: []step{
+			{req: req, status: 201, runs: 1, during: &step{advance: 6 * time.Minute, req: post("order-42", `{"amount":2}`), status: 422, problem: dedupe.ProblemKeyReused, runs: 1}},
+			{req: req, status: 201, replayed: true, runs: 1, sameAs: 1},
 		}},
 		{name: "keys are scoped by route", steps: []step{
 			{req: req, status: 201, runs: 1},

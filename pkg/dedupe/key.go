@@ -28,10 +28,14 @@ const MaxKeyLength = 255
 //
 // A value starting with a double quote is a Structured Field string
 // (RFC 9651), as the IETF draft specifies: `"abc"`, with `\"` and `\\` as
-// the only escapes, and nothing after the closing quote (parameters are
-// not accepted). Any other value is a bare key, taken as is. Leading and
-// trailing spaces and tabs are ignored in both forms, so `"abc"` and `abc`
-// give the same key.
+// the only escapes, and nothing after the closing quote: Structured Field
+// parameters (`"abc";v=1`) are refused, not ignored, so two requests that
+// differ only in a parameter can never be taken for the same key. Any
+// other value is a bare key, taken as is, except that it may not contain
+// a comma: API Gateway payload 2.0 and Function URLs join a repeated
+// header's values with commas, so `a,b` is two keys, which is refused;
+// quote a key that holds a comma. Leading and trailing spaces and tabs
+// are ignored in both forms, so `"abc"` and `abc` give the same key.
 //
 // The key must be 1 to MaxKeyLength printable ASCII characters (0x20 to
 // 0x7E). Anything else, an empty value included, returns an error
@@ -42,6 +46,9 @@ func ParseKey(value string) (string, error) {
 		return "", fmt.Errorf("parse idempotency key: empty: %w", ErrInvalidKey)
 	}
 	if v[0] != '"' {
+		if strings.IndexByte(v, ',') >= 0 {
+			return "", fmt.Errorf("parse idempotency key: a comma in a bare key (a repeated header?): %w", ErrInvalidKey)
+		}
 		if err := checkKeyChars(v); err != nil {
 			return "", err
 		}
@@ -110,19 +117,23 @@ func checkKeyChars(key string) error {
 }
 
 // scopeKey returns the key the Guard sees for a client key used by
-// principal on route:
+// principal on route of the deployment api:
 //
-//	<route>|<principal>|<key>          e.g. POST /payments|3b0c…e1|order-42
+//	<api>|<route>|<principal>|<key>
+//	e.g. http:a1b2c3/prod|POST /payments|3b0c…e1|order-42
 //
-// route and key are escaped ('%' as %25, '|' as %7C), so '|' appears only
-// as the separator; principal is "-" when empty, otherwise the first 16
-// bytes of its SHA-256 in hex, so no principal can contain '|' either and
-// none is stored in clear. The encoding is therefore injective: two
-// different (route, principal, key) triples never share a scope, whatever
-// characters a client puts in its key or path.
-func scopeKey(route, principal, key string) string {
+// api, route and key are escaped ('%' as %25, '|' as %7C), so '|' appears
+// only as the separator; principal is "-" when empty (HTTPConfig.
+// SharedScope), otherwise the first 16 bytes of its SHA-256 in hex, so no
+// principal can contain '|' either and none is stored in clear. The
+// encoding is therefore injective: two different (api, route, principal,
+// key) tuples never share a scope, whatever characters a client puts in
+// its key or path. Guard.Key bounds the result's length.
+func scopeKey(api, route, principal, key string) string {
 	var b strings.Builder
-	b.Grow(len(route) + len(key) + 36)
+	b.Grow(len(api) + len(route) + len(key) + 36)
+	writeEscaped(&b, api)
+	b.WriteByte('|')
 	writeEscaped(&b, route)
 	b.WriteByte('|')
 	if principal == "" {

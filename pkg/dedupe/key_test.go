@@ -23,7 +23,10 @@ func TestParseKey(t *testing.T) {
 		{"bare with surrounding whitespace", "  abc  ", "abc"},
 		{"bare with inner space", "a b", "a b"},
 		{"bare with quote inside", `ab"c`, `ab"c`},
-		{"bare with comma", "a,b", "a,b"},
+		// Issue 9, case 7: payload 2.0 joins a repeated header with commas.
+		{"bare with comma is refused", "a,b", ""},
+		{"comma-joined repeat is refused", "order-1, order-2", ""},
+		{"quoted with comma", `"a,b"`, "a,b"},
 		{"max length bare", long, long},
 		{"max length quoted", `"` + long + `"`, long},
 		{"printable ascii range", " !~", "!~"},
@@ -66,33 +69,40 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
-// TestScopeKeyInjective checks that no choice of route, principal and key
-// can make two different requests share a scope, separator characters and
-// escape sequences included.
+// TestScopeKeyInjective checks that no choice of API, route, principal
+// and key can make two different requests share a scope, separator
+// characters and escape sequences included.
 func TestScopeKeyInjective(t *testing.T) {
-	type triple struct{ route, principal, key string }
-	triples := []triple{
-		{"POST /a", "p", "b|c"},
-		{"POST /a|b", "p", "c"},
-		{"POST /a%7Cb", "p", "c"},
-		{"POST /a", "p", "b%7Cc"},
-		{"POST /a", "p", "b%257Cc"},
-		{"POST /a|p", "", "c"},
-		{"POST /a", "", "p|c"},
-		{"POST /a", "-", "c"},
-		{"POST /a", "", "c"},
-		{"POST /a", "p|x", "c"},
-		{"POST /a", "p", "x|c"},
-		{"POST /payments", "jwt:alice", "k"},
-		{"POST /payments", "jwt:bob", "k"},
-		{"PUT /payments", "jwt:alice", "k"},
-		{"POST /refunds", "jwt:alice", "k"},
-		{"POST /a%", "p", "c"},
-		{"POST /a", "p", "%c"},
+	type tuple struct{ api, route, principal, key string }
+	tuples := []tuple{
+		{"", "POST /a", "p", "b|c"},
+		{"", "POST /a|b", "p", "c"},
+		{"", "POST /a%7Cb", "p", "c"},
+		{"", "POST /a", "p", "b%7Cc"},
+		{"", "POST /a", "p", "b%257Cc"},
+		{"", "POST /a|p", "", "c"},
+		{"", "POST /a", "", "p|c"},
+		{"", "POST /a", "-", "c"},
+		{"", "POST /a", "", "c"},
+		{"", "POST /a", "p|x", "c"},
+		{"", "POST /a", "p", "x|c"},
+		{"", "POST /payments", "jwt:alice", "k"},
+		{"", "POST /payments", "jwt:bob", "k"},
+		{"", "PUT /payments", "jwt:alice", "k"},
+		{"", "POST /refunds", "jwt:alice", "k"},
+		{"", "POST /a%", "p", "c"},
+		{"", "POST /a", "p", "%c"},
+		// Issue 9, case 2: stages and APIs in front of one function.
+		{"http:api1/dev", "POST /payments", "jwt:alice", "k"},
+		{"http:api1/prod", "POST /payments", "jwt:alice", "k"},
+		{"http:api2/prod", "POST /payments", "jwt:alice", "k"},
+		{"rest:api1/prod", "POST /payments", "jwt:alice", "k"},
+		{"http:api1/prod|POST /payments", "", "k", "x"},
+		{"url:abc.lambda-url.eu-west-1.on.aws", "POST /payments", "", "k"},
 	}
-	seen := map[string]triple{}
-	for _, tr := range triples {
-		s := scopeKey(tr.route, tr.principal, tr.key)
+	seen := map[string]tuple{}
+	for _, tr := range tuples {
+		s := scopeKey(tr.api, tr.route, tr.principal, tr.key)
 		if prev, ok := seen[s]; ok {
 			t.Errorf("scopeKey%v = scopeKey%v = %q", tr, prev, s)
 		}
@@ -101,8 +111,38 @@ func TestScopeKeyInjective(t *testing.T) {
 			t.Errorf("scopeKey%v = %q holds the principal in clear", tr, s)
 		}
 	}
-	if got, want := scopeKey("POST /payments", "", "order-42"), "POST /payments|-|order-42"; got != want {
+	if got, want := scopeKey("http:a1/prod", "POST /payments", "", "order-42"), "http:a1/prod|POST /payments|-|order-42"; got != want {
 		t.Errorf("scopeKey = %q, want %q", got, want)
+	}
+}
+
+// TestBoundKey checks issue 9, case 3: whatever the length of a scope
+// (a long $default path escaped, a long caller-chosen key), the stored key
+// fits every store, keeps a readable prefix, and stays injective.
+func TestBoundKey(t *testing.T) {
+	short := strings.Repeat("a", maxReadableKey)
+	if got := boundKey(short); got != short {
+		t.Errorf("boundKey(%d bytes) changed it", len(short))
+	}
+	seen := map[string]int{}
+	for i, k := range []string{
+		short + "b", short + "c", strings.Repeat("é", 3000), strings.Repeat("é", 3000) + "x",
+		strings.Repeat("%7C", 5000), strings.Repeat("x", 959) + "€" + strings.Repeat("y", 100),
+	} {
+		got := boundKey(k)
+		if len(got) <= maxReadableKey || len(got) > MaxStoreKeyBytes {
+			t.Errorf("boundKey(%d bytes) = %d bytes, want %d < n <= %d", len(k), len(got), maxReadableKey, MaxStoreKeyBytes)
+		}
+		if err := CheckStoreKey(got); err != nil {
+			t.Errorf("boundKey(%d bytes): %v", len(k), err)
+		}
+		if !strings.HasPrefix(k, got[:strings.Index(got, "#sha256:")]) {
+			t.Errorf("boundKey(%d bytes) does not start with the key", len(k))
+		}
+		if j, dup := seen[got]; dup {
+			t.Errorf("boundKey(#%d) = boundKey(#%d)", i, j)
+		}
+		seen[got] = i
 	}
 }
 

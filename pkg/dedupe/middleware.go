@@ -17,19 +17,26 @@ import (
 // to get templated routes; without a pattern it is the method and path.
 // There is no default principal for a plain *http.Request: set
 // HTTPConfig.Principal, typically to read what your authentication
-// middleware put in the request context. The path, query and body enter
-// the fingerprint; the body is read (up to MaxBodyBytes) and handed on to
-// the handler unchanged.
+// middleware put in the request context, or SharedScope for anonymous
+// callers; Middleware panics when neither is set, since every caller
+// would otherwise share one scope. The path, query and body enter the
+// fingerprint; the body is read (up to MaxBodyBytes) and handed on to the
+// handler unchanged.
 //
 // A fresh response is streamed to the client as the handler writes it and
 // recorded at the same time: status, the headers as the server sends them
 // (frozen at WriteHeader, plus the Content-Type net/http sniffs when the
-// handler set none), and the body. A replay writes those back with
+// handler set none, exactly when net/http does: not with a
+// Content-Encoding, nor when the handler flushed before writing), and the
+// body. A replay writes those back with
 // Idempotent-Replayed: true; only the server's own Date and framing
 // (chunked or Content-Length) may differ. Informational (1xx) responses
 // and trailers are not recorded. A panic in the handler is re-raised after
 // the key is released.
 func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
+	if cfg == nil || (cfg.Principal == nil && !cfg.SharedScope) {
+		panic("dedupe: Middleware needs HTTPConfig.Principal, or SharedScope for anonymous callers")
+	}
 	core := newHTTPCore(g, cfg)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +79,10 @@ func (e *stdEvent) route() string {
 	}
 	return routeOf(e.r.Method, e.r.URL.Path)
 }
+
+// scope is empty: a server has no API ID or stage in its requests. Give
+// each deployment that shares a table its own Config.Prefix.
+func (e *stdEvent) scope() string { return "" }
 
 func (e *stdEvent) keyHeader() (string, int) {
 	vs := e.r.Header.Values(HeaderIdempotencyKey)
@@ -178,19 +189,22 @@ func (rec *recorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
 // result returns the response as it went out. net/http adds a sniffed
 // Content-Type when the handler set none (and did not suppress it with a
-// nil value) and wrote a body, from the data of the first chunk it sends;
-// the result carries it so a replay sends the same header. A handler that
-// wrote nothing sent an empty 200.
+// nil value), set no Content-Encoding or Transfer-Encoding, and the first
+// chunk it sends holds data; the result carries it so a replay sends the
+// same header. A flush before the first write sends the headers with an
+// empty first chunk, so nothing is sniffed. A handler that wrote nothing
+// sent an empty 200.
 func (rec *recorder) result() Result {
 	if rec.status == 0 {
 		return Result{StatusCode: http.StatusOK, Headers: rec.ResponseWriter.Header().Clone()}
 	}
 	h := rec.header
-	if _, set := h["Content-Type"]; !set && len(rec.body) > 0 && h.Get("Transfer-Encoding") == "" && bodyAllowed(rec.status) {
-		first := rec.body
-		if rec.flushed > 0 {
-			first = first[:rec.flushed]
-		}
+	first := rec.body
+	if rec.flushed >= 0 {
+		first = first[:rec.flushed]
+	}
+	_, set := h["Content-Type"]
+	if !set && len(first) > 0 && h.Get("Content-Encoding") == "" && h.Get("Transfer-Encoding") == "" && bodyAllowed(rec.status) {
 		h.Set("Content-Type", http.DetectContentType(first))
 	}
 	return Result{StatusCode: rec.status, Headers: h, Body: rec.body}

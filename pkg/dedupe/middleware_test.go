@@ -27,7 +27,7 @@ func serve(h http.Handler, method, target, key, body string) *httptest.ResponseR
 
 func TestMiddlewareServeMuxPattern(t *testing.T) {
 	runs := 0
-	mw := dedupe.Middleware(dedupe.New(memstore.New(), nil), nil)
+	mw := dedupe.Middleware(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{SharedScope: true})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs++
 		io.WriteString(w, r.PathValue("id"))
@@ -111,7 +111,7 @@ func TestMiddlewareRecording(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runs := 0
-			srv := httptest.NewServer(dedupe.Middleware(dedupe.New(memstore.New(), nil), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewServer(dedupe.Middleware(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{SharedScope: true})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs++
 				tt.handler(w, r)
 			})))
@@ -160,7 +160,7 @@ func equalHeader(a, b http.Header) bool {
 
 func TestMiddlewareBody(t *testing.T) {
 	runs := 0
-	h := dedupe.Middleware(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{MaxBodyBytes: 10})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := dedupe.Middleware(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{MaxBodyBytes: 10, SharedScope: true})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs++
 	}))
 	tests := []struct {

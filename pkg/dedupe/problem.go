@@ -43,6 +43,12 @@ const (
 	// reached, so the request was not processed; retry after Retry-After
 	// seconds.
 	ProblemStoreUnavailable = "tag:lambda-dedupe.github.io,2025:store-unavailable"
+	// ProblemInternal (500): the request was not processed because of a
+	// fault on the server's side that a retry will not cure by itself: a
+	// store error that is not transient, or no caller identity to scope
+	// the key by (HTTPConfig.SharedScope off). The details are logged,
+	// never sent.
+	ProblemInternal = "tag:lambda-dedupe.github.io,2026:internal-error"
 )
 
 // storeRetryAfter is the Retry-After of a 503 answer: long enough for a
@@ -87,6 +93,9 @@ func problemFor(typ string) Problem {
 	case ProblemResultUnavailable:
 		return Problem{typ, "Original response cannot be replayed", http.StatusConflict,
 			"The request with this key was processed, but its response was too large to keep. It will not be processed again."}
+	case ProblemInternal:
+		return Problem{typ, "Internal error", http.StatusInternalServerError,
+			"The request was not processed because of an error on the server."}
 	default:
 		return Problem{ProblemStoreUnavailable, "Service temporarily unavailable", http.StatusServiceUnavailable,
 			"The request was not processed. Retry after the number of seconds in Retry-After."}

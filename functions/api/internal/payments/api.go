@@ -95,10 +95,16 @@ func New(cfg Config) (*API, error) {
 // Handler returns the Lambda handler: the routes behind dedupe.HTTPAPI, so
 // that POST /payments requires an Idempotency-Key and runs once per key.
 // The GET routes are safe methods, which pass through unguarded.
+//
+// Keys are scoped by the caller the JWT authorizer identified. The demo's
+// template declares no authorizer, so requests without a token are
+// anonymous: SharedScope lets them share one key space, a choice a real
+// payments API would make only with unguessable keys, or not at all.
 func (a *API) Handler(g *dedupe.Guard) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return dedupe.HTTPAPI(g, &dedupe.HTTPConfig{
-		RequireKey: dedupe.RequireKeyOn(RouteCreate),
-		Logger:     a.log,
+		RequireKey:  dedupe.RequireKeyOn(RouteCreate),
+		SharedScope: true,
+		Logger:      a.log,
 	}, a.Serve)
 }
 

@@ -1,0 +1,250 @@
+package dedupe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// DefaultPrincipal is the default HTTPConfig.Principal. It derives the
+// caller's identity from the event's request context. It accepts the
+// adapters' events as pointers or values: *events.APIGatewayV2HTTPRequest,
+// *events.APIGatewayProxyRequest, *events.LambdaFunctionURLRequest, or the
+// same types without the pointer.
+//
+// The rule is: when a request carries any authorizer identity or context,
+// the principal is derived from it, never the shared scope. In order:
+//
+//   - a JWT (HTTP API JWT authorizer; REST API Cognito user pool
+//     authorizer "claims"): its issuer with "sub", else with "client_id",
+//     "azp" or "cid"; a token with none of them is identified by a hash of
+//     all its claims except the ones that change on every token ("iat",
+//     "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash");
+//   - a Lambda authorizer context (HTTP API "lambda", REST API
+//     authorizer map): every one of the identity fields "principalId",
+//     "sub", "userId", "user_id", "username", "userName", "clientId",
+//     "client_id", "tenantId", "tenant_id", "accountId", "account_id",
+//     "orgId", "org_id", "organizationId", "customerId", "customer_id",
+//     "email" and "uid" present in it, together ("principalId" and
+//     "tenantId" both, if both are there); with none of them, a canonical
+//     hash of the whole context except REST's "integrationLatency";
+//   - IAM: the Cognito identity ID, else the user ARN, else the caller ID;
+//     REST API keys: the API key ID.
+//
+// Each source is tagged ("jwt:", "lambda:", "iam:", ...) so identities
+// from different authorizers never compare equal. DefaultPrincipal
+// returns "" when the request carries no identity at all (no authorizer,
+// an authorizer context that is empty, a Function URL with auth type
+// NONE), and always for other types, *http.Request included. The adapters
+// refuse such requests unless HTTPConfig.SharedScope is set.
+//
+// An authorizer context that carries the caller's identity in a field not
+// named above, beside per-request values (a timestamp, a
+// request ID), must have HTTPConfig.Principal set: the hash of the whole
+// context would change on every request, and retries would not be
+// recognised.
+func DefaultPrincipal(req any) string {
+	switch r := req.(type) {
+	case *events.APIGatewayV2HTTPRequest:
+		return v2Principal(r.RequestContext.Authorizer)
+	case events.APIGatewayV2HTTPRequest:
+		return v2Principal(r.RequestContext.Authorizer)
+	case *events.APIGatewayProxyRequest:
+		return v1Principal(&r.RequestContext)
+	case events.APIGatewayProxyRequest:
+		return v1Principal(&r.RequestContext)
+	case *events.LambdaFunctionURLRequest:
+		return urlPrincipal(r.RequestContext.Authorizer)
+	case events.LambdaFunctionURLRequest:
+		return urlPrincipal(r.RequestContext.Authorizer)
+	}
+	return ""
+}
+
+// idFields are the Lambda authorizer context fields DefaultPrincipal takes
+// as the caller's identity, all of those present together. The list is
+// written out in DefaultPrincipal's documentation; keep the two in step.
+var idFields = []string{
+	"principalId", "sub", "userId", "user_id", "username", "userName",
+	"clientId", "client_id", "tenantId", "tenant_id", "accountId", "account_id",
+	"orgId", "org_id", "organizationId", "customerId", "customer_id", "email", "uid",
+}
+
+// volatileClaims are JWT claims that differ between two tokens of the same
+// caller, left out of a hash of the claims.
+var volatileClaims = []string{"iat", "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash"}
+
+// jwtPrincipal is the principal of a JWT: issuer and subject, encoded
+// unambiguously.
+func jwtPrincipal(iss, sub string) string {
+	return "jwt:" + strconv.Itoa(len(iss)) + ":" + iss + sub
+}
+
+// claimsPrincipal resolves a JWT's claims, of any of the shapes events
+// carry them in (map[string]string, map[string]any, a JSON string).
+func claimsPrincipal(claims map[string]any) string {
+	if len(claims) == 0 {
+		return ""
+	}
+	iss := scalar(claims["iss"])
+	if sub := scalar(claims["sub"]); sub != "" {
+		return jwtPrincipal(iss, sub)
+	}
+	for _, name := range []string{"client_id", "azp", "cid"} {
+		if id := scalar(claims[name]); id != "" {
+			return "jwt-client:" + strconv.Itoa(len(iss)) + ":" + iss + id
+		}
+	}
+	rest := make(map[string]any, len(claims))
+	for k, v := range claims {
+		if !slices.Contains(volatileClaims, k) {
+			rest[k] = v
+		}
+	}
+	return "jwt-claims:" + canonicalHash(rest)
+}
+
+// contextPrincipal resolves a Lambda authorizer context: the idFields it
+// holds, else a hash of all of it but the fields in skip.
+func contextPrincipal(ctx map[string]any, skip ...string) string {
+	ids := make(map[string]any)
+	rest := make(map[string]any, len(ctx))
+	for k, v := range ctx {
+		switch {
+		case slices.Contains(skip, k):
+		case slices.Contains(idFields, k):
+			ids[k] = v
+			rest[k] = v
+		default:
+			rest[k] = v
+		}
+	}
+	switch {
+	case len(ids) == 1 && scalar(ids["principalId"]) != "":
+		return "lambda:" + scalar(ids["principalId"])
+	case len(ids) == 1 && scalar(ids["sub"]) != "":
+		return "lambda:" + scalar(ids["sub"])
+	case len(ids) > 0:
+		return "lambda-ids:" + canonicalHash(ids)
+	case len(rest) > 0:
+		return "lambda-context:" + canonicalHash(rest)
+	}
+	return ""
+}
+
+// scalar returns v as a string when it is one (or a number or bool, as
+// authorizer contexts may hold), else "".
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64, bool, int, int64, json.Number:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+	return ""
+}
+
+// canonicalHash returns the hex SHA-256 of v's canonical JSON (object
+// members sorted, whitespace dropped), so the same context hashes the same
+// whatever order its fields arrived in.
+func canonicalHash(v any) string {
+	b, err := json.Marshal(v) // sorts map keys at every level
+	if err != nil {
+		b = []byte(strconv.Quote(err.Error()))
+	}
+	if c, err := CanonicalJSON(b); err == nil {
+		b = c
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// toMap turns a claims or context value into a map, whatever shape a
+// hand-built or decoded event gave it.
+func toMap(v any) map[string]any {
+	switch m := v.(type) {
+	case map[string]any:
+		return m
+	case map[string]string:
+		out := make(map[string]any, len(m))
+		for k, s := range m {
+			out[k] = s
+		}
+		return out
+	case string:
+		var out map[string]any
+		if json.Unmarshal([]byte(m), &out) == nil {
+			return out
+		}
+	}
+	return nil
+}
+
+// v2Principal resolves DefaultPrincipal for an HTTP API request.
+func v2Principal(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription) string {
+	if a == nil {
+		return ""
+	}
+	if a.JWT != nil {
+		if p := claimsPrincipal(toMap(a.JWT.Claims)); p != "" {
+			return p
+		}
+	}
+	if p := contextPrincipal(a.Lambda); p != "" {
+		return p
+	}
+	if iam := a.IAM; iam != nil {
+		switch {
+		case iam.CognitoIdentity.IdentityID != "":
+			return "cognito-identity:" + iam.CognitoIdentity.IdentityID
+		case iam.UserARN != "":
+			return "iam:" + iam.UserARN
+		case iam.CallerID != "":
+			return "iam:" + iam.CallerID
+		}
+	}
+	return ""
+}
+
+// v1Principal resolves DefaultPrincipal for a REST API request.
+func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
+	if claims, ok := rc.Authorizer["claims"]; ok {
+		if p := claimsPrincipal(toMap(claims)); p != "" {
+			return p
+		}
+	}
+	if p := contextPrincipal(rc.Authorizer, "claims", "integrationLatency"); p != "" {
+		return p
+	}
+	id := &rc.Identity
+	switch {
+	case id.CognitoIdentityID != "":
+		return "cognito-identity:" + id.CognitoIdentityID
+	case id.UserArn != "":
+		return "iam:" + id.UserArn
+	case id.Caller != "":
+		return "iam:" + id.Caller
+	case id.APIKeyID != "":
+		return "apikey:" + id.APIKeyID
+	}
+	return ""
+}
+
+// urlPrincipal resolves DefaultPrincipal for a Function URL request.
+func urlPrincipal(a *events.LambdaFunctionURLRequestContextAuthorizerDescription) string {
+	if a == nil || a.IAM == nil {
+		return ""
+	}
+	switch {
+	case a.IAM.UserARN != "":
+		return "iam:" + a.IAM.UserARN
+	case a.IAM.CallerID != "":
+		return "iam:" + a.IAM.CallerID
+	}
+	return ""
+}
