@@ -6,3 +6,6 @@ func ReapExpiredSQL(table string) string { return forTable(reapExpiredSQL, table
 
 // RetireStrandedSQL returns Reap's retirement statement for table.
 func RetireStrandedSQL(table string) string { return forTable(retireStrandedSQL, table) }
+
+// Transient exposes transient to the tests.
+var Transient = transient
