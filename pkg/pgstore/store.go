@@ -177,6 +177,11 @@ const getSQL = `SELECT ` + recordColumns + ` FROM dedupe_records WHERE key = $1:
 // rules) and returns nothing. Claim then runs the statement again, up to
 // three times in all; a row still unseen (it was deleted meanwhile)
 // yields Acquired false with a zero Record, as the contract allows.
+//
+// A duplicate writes no new row version, but it does lock the row for
+// the statement's length (ON CONFLICT DO UPDATE locks the row it
+// conflicts with even when its WHERE is false), so duplicates of one key
+// take turns; the lock is released when the statement ends.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("pgstore: claim: %w", err)
