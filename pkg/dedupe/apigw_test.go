@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -332,11 +333,62 @@ func TestDefaultPrincipalNeverShares(t *testing.T) {
 	// No identity at all: the shared scope, which the adapters refuse
 	// unless HTTPConfig.SharedScope is set.
 	for name, req := range map[string]any{
-		"empty simple-response context": v2Lambda(map[string]any{}),
+		"empty simple-response context":     v2Lambda(map[string]any{}),
 		"REST authorizer with latency only": v1Auth(map[string]any{"integrationLatency": 3}),
 	} {
 		if got := dedupe.DefaultPrincipal(req); got != "" {
 			t.Errorf("%s: DefaultPrincipal = %q, want \"\"", name, got)
+		}
+	}
+}
+
+// TestRESTAPIGreedyResource checks issue 9, case 10: behind "/{proxy+}"
+// (with an ANY method), the route is the actual method and path, so
+// RequireKeyOn keeps requiring a key and each path is its own scope.
+func TestRESTAPIGreedyResource(t *testing.T) {
+	runs := 0
+	h := dedupe.RESTAPI(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{
+		RequireKey: dedupe.RequireKeyOn("POST /orders"),
+	}, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		runs++
+		return events.APIGatewayProxyResponse{StatusCode: 201, Body: strconv.Itoa(runs)}, nil
+	})
+	send := func(method, path, key string) events.APIGatewayProxyResponse {
+		var ev events.APIGatewayProxyRequest
+		fixture(t, "apigw-v1-lambda-authorizer.json", &ev)
+		ev.Resource, ev.RequestContext.ResourcePath = "/{proxy+}", "/{proxy+}"
+		ev.HTTPMethod, ev.RequestContext.HTTPMethod = method, method
+		ev.Path = path
+		ev.PathParameters = map[string]string{"proxy": strings.TrimPrefix(path, "/")}
+		ev.Headers = map[string]string{}
+		ev.MultiValueHeaders = map[string][]string{}
+		if key != "" {
+			ev.Headers["Idempotency-Key"] = key
+			ev.MultiValueHeaders["Idempotency-Key"] = []string{key}
+		}
+		resp, err := h(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	steps := []struct {
+		method, path, key string
+		status            int
+		body              string
+		runs              int
+	}{
+		{"POST", "/orders", "", 400, "", 0},
+		{"POST", "/orders", "k", 201, "1", 1},
+		{"POST", "/orders", "k", 201, "1", 1},
+		{"POST", "/refunds", "k", 201, "2", 2},
+		{"PUT", "/orders", "k", 201, "3", 3},
+		{"POST", "/refunds", "", 201, "4", 4},
+	}
+	for i, s := range steps {
+		resp := send(s.method, s.path, s.key)
+		if resp.StatusCode != s.status || (s.body != "" && resp.Body != s.body) || runs != s.runs {
+			t.Errorf("step %d %s %s key %q: %d %q after %d runs, want %d %q after %d", i+1, s.method, s.path, s.key, resp.StatusCode, resp.Body, runs, s.status, s.body, s.runs)
 		}
 	}
 }

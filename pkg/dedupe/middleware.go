@@ -59,6 +59,11 @@ func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 					h[k] = vs
 				}
 			}
+			if _, ok := res.Headers["Content-Type"]; !ok {
+				// The first response went out without one (net/http did
+				// not sniff it): keep net/http from sniffing the replay.
+				h["Content-Type"] = nil
+			}
 			w.WriteHeader(res.StatusCode)
 			w.Write(res.Body)
 		})

@@ -103,6 +103,19 @@ func TestMiddlewareRecording(t *testing.T) {
 			io.WriteString(w, "<html> part 2")
 		}, 200, "part 1, <html> part 2"},
 		{"204 without body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, 204, ""},
+		// Issue 9, case 6: net/http sniffs no Content-Type in these two.
+		{"Content-Encoding without Content-Type", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "br")
+			w.Write([]byte("\x1f\x8b\x08\x00 not really gzip"))
+		}, 200, "\x1f\x8b\x08\x00 not really gzip"},
+		{"flush before the first write", func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).Flush()
+			io.WriteString(w, "<html> late")
+		}, 200, "<html> late"},
+		{"obs-text header value", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Disposition", "attachment; filename=\"caf\xe9.txt\"")
+			io.WriteString(w, "x")
+		}, 200, "x"},
 		{"handler sees the whole body", func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			w.Write(b)

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"HeadersByteExact", testHeadersByteExact},
 		{"OmitResult", testOmitResult},
 		{"KeyLimits", testKeyLimits},
+		{"MiddlewareReplayExact", testMiddlewareReplayExact},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
