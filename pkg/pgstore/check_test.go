@@ -21,9 +21,8 @@ import (
 // TestCheck runs the randomized fault-injecting checker with faults
 // injected into the connections pgx dials (faultConn): a lost reply is
 // really applied by the server, and the connection really breaks. pgx
-// does not resend a statement once it is sent, so every fault reaches
-// the store as dedupe.ErrStoreUnavailable and the guard's own retries are
-// what is exercised.
+// does not resend a statement once it is sent; the store's own attempts
+// (Options.Attempts) do.
 func TestCheck(t *testing.T) {
 	url := pgtest.URL(t)
 	setup := newPool(t)

@@ -82,7 +82,10 @@
 // dedupe.ErrStoreUnavailable; nothing else does. Errors name keys by
 // dedupe.KeyRef, never in full.
 //
-// pgx does not resend a statement whose reply was lost. The guard's
-// retries do: a completion resent with the same token writes the same
-// row, and a claim is recognised by its token.
+// pgx never resends a statement. The store does (Options.Attempts, 3 in
+// all by default) for transient failures: a claim resent after its reply
+// was lost is recognised by its token, and a completion resent with the
+// same token writes the same row. A release is resent only when it was
+// never sent, since a resent delete that had been applied would report
+// dedupe.ErrLeaseLost.
 package pgstore

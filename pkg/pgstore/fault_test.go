@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -32,8 +33,9 @@ func script(op string, faults ...fault) func(string) fault {
 }
 
 // TestDriverFaults injects each fault into the claim and the completion
-// and checks the error the store returns, what the table holds
-// afterwards, and that a retry with the same token is recognised.
+// of a store that sends each call once (Attempts 1), and checks the
+// error the store returns, what the table holds afterwards, and that a
+// retry with the same token is recognised.
 func TestDriverFaults(t *testing.T) {
 	p := newPool(t)
 	table := newTable(t, p)
@@ -50,7 +52,7 @@ func TestDriverFaults(t *testing.T) {
 	} {
 		t.Run("claim/"+tt.name, func(t *testing.T) {
 			k := "claim/" + tt.name
-			s := newStore(t, faultClient{Client: p, inject: script("QueryRow", tt.f)}, pgstore.Options{Table: table})
+			s := newStore(t, faultClient{Client: p, inject: script("QueryRow", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
 			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
 				t.Fatalf("faulted Claim: got %v, want ErrStoreUnavailable", err)
 			}
@@ -68,7 +70,7 @@ func TestDriverFaults(t *testing.T) {
 		})
 		t.Run("complete/"+tt.name, func(t *testing.T) {
 			k := "complete/" + tt.name
-			s := newStore(t, faultClient{Client: p, inject: script("Exec", tt.f)}, pgstore.Options{Table: table})
+			s := newStore(t, faultClient{Client: p, inject: script("Exec", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
 			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); err != nil {
 				t.Fatal(err)
 			}
@@ -89,6 +91,59 @@ func TestDriverFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStoreRetries injects one fault, then two, into each call of a
+// store with the default three attempts: the store absorbs them, and a
+// lost reply's resend is recognised by its token.
+func TestStoreRetries(t *testing.T) {
+	p := newPool(t)
+	table := newTable(t, p)
+	ctx := context.Background()
+	for _, faults := range [][]fault{
+		{faultLostReply}, {faultThrottle}, {faultTimeout}, {faultLostReply, faultLostReply}, {faultTimeout, faultLostReply},
+	} {
+		k := fmt.Sprint(faults)
+		t.Run(k, func(t *testing.T) {
+			claims := newStore(t, faultClient{Client: p, inject: script("QueryRow", faults...)}, pgstore.Options{Table: table})
+			res, err := claims.Claim(ctx, claim(k, "fp", "tok", base))
+			if err != nil || !res.Acquired {
+				t.Fatalf("Claim: %+v, %v; want acquired", res, err)
+			}
+			completes := newStore(t, faultClient{Client: p, inject: script("Exec", faults...)}, pgstore.Options{Table: table})
+			req := dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: dedupe.Result{StatusCode: 201}}
+			if err := completes.Complete(ctx, req); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			rec, err := claims.Get(ctx, k, base)
+			if err != nil || rec.Status != dedupe.StatusCompleted {
+				t.Errorf("Get: %+v, %v; want COMPLETED", rec, err)
+			}
+		})
+	}
+	t.Run("three faults", func(t *testing.T) {
+		s := newStore(t, faultClient{Client: p, inject: script("QueryRow", faultThrottle, faultThrottle, faultThrottle)}, pgstore.Options{Table: table})
+		if _, err := s.Claim(ctx, claim("three", "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("Claim after three faults: got %v, want ErrStoreUnavailable", err)
+		}
+	})
+	t.Run("release is not resent after a lost reply", func(t *testing.T) {
+		plain := newStore(t, p, pgstore.Options{Table: table})
+		if _, err := plain.Claim(ctx, claim("release", "fp", "tok", base)); err != nil {
+			t.Fatal(err)
+		}
+		ops := &counter{Client: faultClient{Client: p, inject: script("Exec", faultLostReply)}}
+		s := newStore(t, ops, pgstore.Options{Table: table})
+		if err := s.Release(ctx, "release", "tok"); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("Release with a lost reply: got %v, want ErrStoreUnavailable", err)
+		}
+		if got := ops.take(); len(got) != 1 {
+			t.Errorf("release calls: got %v, want one", got)
+		}
+		if _, err := plain.Get(ctx, "release", base); !errors.Is(err, dedupe.ErrNotFound) {
+			t.Errorf("Get after the release: got %v, want ErrNotFound", err)
+		}
+	})
 }
 
 // TestGuardSurvivesLostCompletion runs a guarded call whose completion is
@@ -118,9 +173,9 @@ func TestGuardSurvivesLostCompletion(t *testing.T) {
 
 // TestRealConnectionReset puts a TCP proxy between pgx and the server and
 // breaks real connections: a lost reply after the claim was applied, and
-// a server that refuses connections. pgx does not resend a statement, so
-// the store reports dedupe.ErrStoreUnavailable; the claim was applied,
-// and the same token's retry is recognised.
+// a server that refuses connections. The store resends the claim on a new
+// connection and it is recognised by its token; with one attempt the
+// reset surfaces as dedupe.ErrStoreUnavailable.
 func TestRealConnectionReset(t *testing.T) {
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
@@ -140,19 +195,26 @@ func TestRealConnectionReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	s := newStore(t, pool, pgstore.Options{})
+	table := newTable(t, pool)
+	s := newStore(t, pool, pgstore.Options{Table: table})
+	once := newStore(t, pool, pgstore.Options{Table: table, Attempts: 1})
 	// Open the connection first, so the lost reply is the claim's own.
 	if _, err := s.Get(ctx, "warm-up", base); !errors.Is(err, dedupe.ErrNotFound) {
 		t.Fatal(err)
 	}
 	px.LoseNextReply()
-	if _, err := s.Claim(ctx, claim("k", "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
-		t.Fatalf("Claim through a reset: got %v, want ErrStoreUnavailable", err)
+	res, err := s.Claim(ctx, claim("k", "fp", "tok", base))
+	if err != nil || !res.Acquired {
+		t.Fatalf("Claim through a reset: %+v, %v; want acquired on the resend", res, err)
 	}
 	if px.Lost() != 1 {
 		t.Fatalf("replies lost = %d, want 1", px.Lost())
 	}
-	res, err := s.Claim(ctx, claim("k", "fp", "tok", base.Add(time.Millisecond)))
+	px.LoseNextReply()
+	if _, err := once.Claim(ctx, claim("k2", "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+		t.Fatalf("Claim through a reset, one attempt: got %v, want ErrStoreUnavailable", err)
+	}
+	res, err = once.Claim(ctx, claim("k2", "fp", "tok", base.Add(time.Millisecond)))
 	if err != nil || !res.Acquired {
 		t.Fatalf("retried Claim: %+v, %v; want acquired by its own token", res, err)
 	}

@@ -30,6 +30,14 @@ const DefaultMaxResultBytes = 400 << 10
 // a conflicting row it cannot read (see Store.Claim).
 const claimAttempts = 3
 
+// DefaultAttempts is how often a call is sent, in all, when it fails
+// transiently and Options.Attempts is zero.
+const DefaultAttempts = 3
+
+// retryBackoff is the wait before the second attempt; it doubles for each
+// further one.
+const retryBackoff = 10 * time.Millisecond
+
 // Options configures a Store. The zero value is usable: table
 // dedupe_records, the connection's own query mode, the default size
 // limit.
@@ -55,6 +63,16 @@ type Options struct {
 	// negative value means no limit (PostgreSQL takes up to 1 GB per
 	// value).
 	MaxResultBytes int
+
+	// Attempts is how often a call is sent, in all, while it fails
+	// transiently (dedupe.ErrStoreUnavailable), with 10 ms, then 20 ms,
+	// and so on between attempts. pgx never resends a statement itself;
+	// the store does, as the DynamoDB SDK and go-redis do, because its
+	// claims and completions are safe to resend: a claim or completion
+	// that was applied but whose reply was lost is recognised by its
+	// token. A release is resent only when it was never sent. Zero means
+	// DefaultAttempts; 1 sends every call once.
+	Attempts int
 }
 
 // Store is a dedupe.Store backed by one PostgreSQL table. Create it with
@@ -64,6 +82,7 @@ type Store struct {
 	table     string
 	mode      pgx.QueryExecMode
 	maxResult int
+	attempts  int
 	sql       statements
 }
 
@@ -89,9 +108,15 @@ func New(c Client, opts Options) (*Store, error) {
 	if !tableName.MatchString(table) {
 		return nil, fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	s := &Store{c: c, table: table, mode: opts.ExecMode, maxResult: opts.MaxResultBytes}
+	if opts.Attempts < 0 {
+		return nil, fmt.Errorf("%w: Attempts %d is negative", ErrInvalidOptions, opts.Attempts)
+	}
+	s := &Store{c: c, table: table, mode: opts.ExecMode, maxResult: opts.MaxResultBytes, attempts: opts.Attempts}
 	if s.maxResult == 0 {
 		s.maxResult = DefaultMaxResultBytes
+	}
+	if s.attempts == 0 {
+		s.attempts = DefaultAttempts
 	}
 	s.sql = statements{
 		claim:          forTable(claimSQL, table),
@@ -102,6 +127,28 @@ func New(c Client, opts Options) (*Store, error) {
 		retireStranded: forTable(retireStrandedSQL, table),
 	}
 	return s, nil
+}
+
+// send runs call until it succeeds, fails for good, or has run
+// s.attempts times. A transient failure is retried when resend says the
+// call is safe to send again after it may have been applied, and
+// otherwise only when nothing was sent (pgconn.SafeToRetry).
+func (s *Store) send(ctx context.Context, resend bool, call func() error) error {
+	wait := retryBackoff
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil || attempt >= s.attempts || !transient(err) || !(resend || pgconn.SafeToRetry(err)) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
 }
 
 // args prepends the configured exec mode to args.
@@ -192,7 +239,9 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	for range claimAttempts {
 		var acquired bool
 		var row rowValues
-		err := s.c.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&acquired}, row.dest()...)...)
+		err := s.send(ctx, true, func() error {
+			return s.c.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&acquired}, row.dest()...)...)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -227,8 +276,13 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	if len(body) == 0 {
 		body = nil // stored as NULL
 	}
-	tag, err := s.c.Exec(ctx, s.sql.complete, s.args([]byte(req.Key), req.Token, req.Now.Unix(),
-		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted)...)
+	args := s.args([]byte(req.Key), req.Token, req.Now.Unix(),
+		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted)
+	var tag pgconn.CommandTag
+	err := s.send(ctx, true, func() (err error) {
+		tag, err = s.c.Exec(ctx, s.sql.complete, args...)
+		return err
+	})
 	switch {
 	case err != nil:
 		return wrapErr("complete", req.Key, err)
@@ -247,7 +301,11 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
-	tag, err := s.c.Exec(ctx, s.sql.release, s.args([]byte(key), token)...)
+	var tag pgconn.CommandTag
+	err := s.send(ctx, false, func() (err error) {
+		tag, err = s.c.Exec(ctx, s.sql.release, s.args([]byte(key), token)...)
+		return err
+	})
 	switch {
 	case err != nil:
 		return wrapErr("release", key, err)
@@ -265,7 +323,9 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Reco
 		return dedupe.Record{}, fmt.Errorf("pgstore: get: %w", err)
 	}
 	var row rowValues
-	err := s.c.QueryRow(ctx, s.sql.get, s.args([]byte(key))...).Scan(row.dest()...)
+	err := s.send(ctx, true, func() error {
+		return s.c.QueryRow(ctx, s.sql.get, s.args([]byte(key))...).Scan(row.dest()...)
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return dedupe.Record{}, fmt.Errorf("pgstore: get %s: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)

@@ -45,19 +45,21 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name    string
 		client  pgstore.Client
-		table   string
+		opts    pgstore.Options
 		wantErr bool
 	}{
-		{"defaults", &counter{}, "", false},
-		{"table", &counter{}, "idem_v2", false},
-		{"nil client", nil, "", true},
-		{"quoted table", &counter{}, `"Idem"`, true},
-		{"qualified table", &counter{}, "app.idem", true},
-		{"upper case", &counter{}, "Idem", true},
+		{"defaults", &counter{}, pgstore.Options{}, false},
+		{"table", &counter{}, pgstore.Options{Table: "idem_v2"}, false},
+		{"one attempt", &counter{}, pgstore.Options{Attempts: 1}, false},
+		{"nil client", nil, pgstore.Options{}, true},
+		{"quoted table", &counter{}, pgstore.Options{Table: `"Idem"`}, true},
+		{"qualified table", &counter{}, pgstore.Options{Table: "app.idem"}, true},
+		{"upper case", &counter{}, pgstore.Options{Table: "Idem"}, true},
+		{"negative attempts", &counter{}, pgstore.Options{Attempts: -1}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pgstore.New(tt.client, pgstore.Options{Table: tt.table})
+			_, err := pgstore.New(tt.client, tt.opts)
 			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, pgstore.ErrInvalidOptions)) {
 				t.Errorf("got %v, want error %v (ErrInvalidOptions)", err, tt.wantErr)
 			}
