@@ -205,7 +205,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		existingArn = "arn:aws:dynamodb:us-east-1:123456789012:table/" + existingTable
 	)
 	apiPayments := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"}
-	apiRecords := []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	apiRecords := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	tests := []struct {
 		name     string
 		params   map[string]string

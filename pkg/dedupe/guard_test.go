@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,8 +243,13 @@ func TestFailureReleases(t *testing.T) {
 					t.Errorf("outcome stored = true, want false")
 				}
 			}()
-			if store.Len() != 0 {
-				t.Errorf("records left = %d, want 0 (key released)", store.Len())
+			// Released: the lease ended, the record and its fingerprint
+			// stay, so only the same request runs again.
+			if rec, err := store.Get(context.Background(), "k", time.Now()); err != nil || !rec.LeaseExpired(time.Now()) {
+				t.Errorf("record after failure = %+v, %v; want it kept with its lease ended", rec, err)
+			}
+			if _, err := g.Run(context.Background(), "k", "fp-other", counter(new(int), "other")); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+				t.Errorf("different request after failure: err %v, want ErrFingerprintMismatch", err)
 			}
 			runs := 0
 			if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "retry")); err != nil || runs != 1 {
@@ -394,7 +400,7 @@ func TestCancelledCallerStillRecords(t *testing.T) {
 		wantLen    int // records left
 	}{
 		{"result is completed", nil, true, 1},
-		{"failure releases the key", errors.New("processor down"), false, 0},
+		{"failure releases the key (its record stays, lease ended)", errors.New("processor down"), false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -510,5 +516,38 @@ func TestConcurrentRunsExecuteOnce(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("runs = %d, want 1", runs)
+	}
+}
+
+// TestGuardKeyBounds checks issue 9, case 3 for caller-chosen keys: a key
+// of any length is guarded (shortened to fit every store), a key that is
+// not UTF-8 is refused before any store call, and no error quotes a key.
+func TestGuardKeyBounds(t *testing.T) {
+	store := memstore.New()
+	g := dedupe.New(store, &dedupe.Config{Prefix: "fn"})
+	long := "customer:alice@example.com/" + strings.Repeat("order-", 1000)
+	runs := 0
+	for range 2 {
+		if _, err := g.Run(context.Background(), long, "fp", counter(&runs, "done")); err != nil {
+			t.Fatalf("Run(%d-byte key): %v", len(long), err)
+		}
+	}
+	if runs != 1 {
+		t.Errorf("runs = %d, want 1 (the long key replays)", runs)
+	}
+	if k := g.Key(long); len(k) > dedupe.MaxStoreKeyBytes || !strings.HasPrefix(k, "fn#customer:") {
+		t.Errorf("Key(%d bytes) = %d bytes %.20q…, want at most %d with a readable prefix", len(long), len(k), k, dedupe.MaxStoreKeyBytes)
+	}
+	if g.Key(long) == g.Key(long+"x") {
+		t.Error("two long keys share a stored key")
+	}
+	if _, err := g.Run(context.Background(), "bad\xffkey", "fp", counter(&runs, "x")); !errors.Is(err, dedupe.ErrInvalidKey) || runs != 1 {
+		t.Errorf("Run(invalid UTF-8) = %v after %d runs, want ErrInvalidKey and no run", err, runs)
+	}
+	// A permanent store error names the key by its KeyRef only.
+	_, err := g.Run(context.Background(), "alice@example.com", "fp2", counter(&runs, "x"))
+	_, err = g.Run(context.Background(), "alice@example.com", "fp3", counter(&runs, "x"))
+	if err == nil || strings.Contains(err.Error(), "alice@example.com") {
+		t.Errorf("error %v, want one that does not quote the key", err)
 	}
 }

@@ -78,10 +78,18 @@ type Store interface {
 	// returns an error wrapping ErrResultTooLarge.
 	Complete(ctx context.Context, req CompleteRequest) error
 
-	// Release deletes the record for key, but only if it still carries
-	// token. Otherwise it returns an error wrapping ErrLeaseLost and
-	// changes nothing. Callers release a key when the guarded work failed,
-	// so that a retry may run it again.
+	// Release ends the owner's lease on the record for key at once, but
+	// only if the record still carries token and is IN_PROGRESS.
+	// Otherwise it returns an error wrapping ErrLeaseLost and changes
+	// nothing. Callers release a key when the guarded work failed, so that
+	// a retry of the same request may run it again at once.
+	//
+	// The record itself, with its fingerprint, is kept until it expires:
+	// the key stays bound to its request, and a different request still
+	// gets the mismatch. This matters after a takeover: the stranded owner
+	// may have done its work before it died, and a failed retry must not
+	// erase that memory. A released record is stranded by definition
+	// (Record.Stranded), but there is nothing for a reaper to clear.
 	Release(ctx context.Context, key, token string) error
 
 	// Get returns the live record for key at now, or an error wrapping

@@ -45,7 +45,8 @@
 // # Calls per request
 //
 // Claim is one conditional PutItem; Complete one conditional UpdateItem;
-// Release one conditional DeleteItem; Get one strongly consistent GetItem;
+// Release one conditional UpdateItem (it ends the lease and keeps the
+// record); Get one strongly consistent GetItem;
 // Reap one Query per index page and one conditional UpdateItem per
 // stranded record.
 // A fresh guarded request costs 2 calls (claim, complete). A duplicate

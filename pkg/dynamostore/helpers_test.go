@@ -192,13 +192,6 @@ func (f faultClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 	return f.Client.UpdateItem(ctx, in, o...)
 }
 
-func (f faultClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := f.fail("DeleteItem"); err != nil {
-		return nil, err
-	}
-	return f.Client.DeleteItem(ctx, in, o...)
-}
-
 func (f faultClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	if err := f.fail("Query"); err != nil {
 		return nil, err

@@ -22,7 +22,6 @@ type Client interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -320,18 +319,30 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	return nil
 }
 
-// Release implements dedupe.Store with one DeleteItem conditioned on
-// owner = :token.
+// Release implements dedupe.Store with one UpdateItem conditioned on
+// owner = :token AND status = IN_PROGRESS. It sets lease_expires_at to 0
+// (the lease has run out, so a retry of the same request takes the key at
+// once) and removes inflight_shard: a released record has nothing left
+// for the reaper. The record and its fingerprint stay until expires_at.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("dynamostore: release: %w", err)
 	}
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       s.key(key),
-		ConditionExpression:       aws.String("#owner = :tok"),
-		ExpressionAttributeNames:  map[string]string{"#owner": s.attr.Owner},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": str(token)},
+	a := s.attr
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(key),
+		UpdateExpression:    aws.String("SET #lease = :zero REMOVE #shard"),
+		ConditionExpression: aws.String("#owner = :tok AND #status = :inprog"),
+		ExpressionAttributeNames: map[string]string{
+			"#owner": a.Owner, "#status": a.Status, "#lease": a.LeaseExpiresAt,
+			"#shard": a.InflightShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok":    str(token),
+			":inprog": str(string(dedupe.StatusInProgress)),
+			":zero":   num(0),
+		},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

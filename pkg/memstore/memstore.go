@@ -91,10 +91,11 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[key]
-	if !ok || rec.Token != token {
+	if !ok || rec.Token != token || rec.Status != dedupe.StatusInProgress {
 		return fmt.Errorf("memstore: release %s: %w", dedupe.KeyRef(key), dedupe.ErrLeaseLost)
 	}
-	delete(s.records, key)
+	rec.LeaseExpiresAt = time.UnixMilli(0)
+	s.records[key] = rec
 	return nil
 }
 

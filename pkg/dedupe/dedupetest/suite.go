@@ -310,10 +310,26 @@ func testReleaseOwner(t *testing.T, s dedupe.Store) {
 	if err := s.Release(context.Background(), k, "tok-a"); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if _, err := s.Get(context.Background(), k, base); !errors.Is(err, dedupe.ErrNotFound) {
-		t.Errorf("Get after release: %v, want ErrNotFound", err)
+	// The lease has ended; the record and its fingerprint stay.
+	rec, err := s.Get(context.Background(), k, base)
+	if err != nil || rec.Status != dedupe.StatusInProgress || rec.Fingerprint != "fp-1" || !rec.LeaseExpired(base) {
+		t.Errorf("Get after release = %+v, %v; want IN_PROGRESS fp-1 with its lease ended", rec, err)
 	}
+	// A different request is still refused; the same one runs at once.
+	other := claimReq(k, "tok-c", base, time.Minute)
+	other.Fingerprint = "fp-2"
+	mustClaim(t, s, other, false)
 	mustClaim(t, s, claimReq(k, "tok-b", base, time.Minute), true)
+	// A completed record cannot be released.
+	if err := complete(s, k, "tok-b", base, sampleResult()); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if err := s.Release(context.Background(), k, "tok-b"); !errors.Is(err, dedupe.ErrLeaseLost) {
+		t.Errorf("Release of a completed record: %v, want ErrLeaseLost", err)
+	}
+	if rec, err := s.Get(context.Background(), k, base); err != nil || rec.Status != dedupe.StatusCompleted {
+		t.Errorf("record after releasing it completed = %+v, %v; want COMPLETED", rec, err)
+	}
 }
 
 func testReleaseOther(t *testing.T, s dedupe.Store) {
