@@ -39,8 +39,9 @@
 // (dedupe.Record.FreeFor: expired; IN_PROGRESS with the caller's token;
 // IN_PROGRESS with its lease run out and the caller's fingerprint), and a
 // second CTE returns the existing row when it does not, so a duplicate
-// costs one round trip too. Complete is one UPDATE and Release one DELETE,
-// both fenced by the owner token; Get is one SELECT by primary key. A
+// costs one round trip too. Complete and Release are one UPDATE each,
+// fenced by the owner token; Release ends the lease and keeps the row, so
+// the key stays bound to its request. Get is one SELECT by primary key. A
 // fresh guarded request costs 2 round trips (claim, complete); a duplicate
 // 1, except in a race with a first claim that commits while the duplicate
 // runs (Store.Claim explains the extra round trip).
@@ -84,8 +85,6 @@
 //
 // pgx never resends a statement. The store does (Options.Attempts, 3 in
 // all by default) for transient failures: a claim resent after its reply
-// was lost is recognised by its token, and a completion resent with the
-// same token writes the same row. A release is resent only when it was
-// never sent, since a resent delete that had been applied would report
-// dedupe.ErrLeaseLost.
+// was lost is recognised by its token, and a completion or release resent
+// with the same token writes the same row.
 package pgstore

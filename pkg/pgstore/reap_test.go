@@ -60,6 +60,12 @@ func TestReap(t *testing.T) {
 	mk("within-grace", 80*time.Second, time.Minute)
 	mk("stranded-1", 11*time.Minute, time.Minute)
 	mk("stranded-2", time.Hour, time.Minute)
+	// Released: its lease ended at once, but it left the in-flight index
+	// on release, so Reap has nothing to retire.
+	mk("released", 11*time.Minute, time.Minute)
+	if err := s.Release(ctx, "released", "tok-released"); err != nil {
+		t.Fatal(err)
+	}
 
 	report, err := s.Reap(ctx, pgstore.ReapOptions{Now: func() time.Time { return now }})
 	if err != nil {
@@ -78,10 +84,10 @@ func TestReap(t *testing.T) {
 		rows.Scan(&k)
 		left = append(left, k)
 	}
-	if got, want := strings.Join(left, " "), "in-lease live-completed stranded-1 stranded-2 within-grace"; got != want {
+	if got, want := strings.Join(left, " "), "in-lease live-completed released stranded-1 stranded-2 within-grace"; got != want {
 		t.Errorf("rows left: got %s, want %s", got, want)
 	}
-	for _, k := range []string{"stranded-1", "stranded-2"} {
+	for _, k := range []string{"stranded-1", "stranded-2", "released"} {
 		if v := inflight(t, p, table, k); v != nil {
 			t.Errorf("%s inflight after Reap: got %v, want NULL (retired)", k, *v)
 		}

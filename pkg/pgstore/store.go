@@ -68,10 +68,9 @@ type Options struct {
 	// transiently (dedupe.ErrStoreUnavailable), with 10 ms, then 20 ms,
 	// and so on between attempts. pgx never resends a statement itself;
 	// the store does, as the DynamoDB SDK and go-redis do, because its
-	// claims and completions are safe to resend: a claim or completion
-	// that was applied but whose reply was lost is recognised by its
-	// token. A release is resent only when it was never sent. Zero means
-	// DefaultAttempts; 1 sends every call once.
+	// calls are safe to resend: a claim, completion or release that was
+	// applied but whose reply was lost is recognised by its token. Zero means DefaultAttempts; 1 sends
+	// every call once.
 	Attempts int
 }
 
@@ -129,15 +128,14 @@ func New(c Client, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// send runs call until it succeeds, fails for good, or has run
-// s.attempts times. A transient failure is retried when resend says the
-// call is safe to send again after it may have been applied, and
-// otherwise only when nothing was sent (pgconn.SafeToRetry).
-func (s *Store) send(ctx context.Context, resend bool, call func() error) error {
+// send runs call until it succeeds, fails for good (not transiently), or
+// has run s.attempts times. Every statement of the store is safe to send
+// again after it may have been applied (see Options.Attempts).
+func (s *Store) send(ctx context.Context, call func() error) error {
 	wait := retryBackoff
 	for attempt := 1; ; attempt++ {
 		err := call()
-		if err == nil || attempt >= s.attempts || !transient(err) || !(resend || pgconn.SafeToRetry(err)) {
+		if err == nil || attempt >= s.attempts || !transient(err) {
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -208,8 +206,12 @@ UPDATE dedupe_records SET
     inflight = NULL
 WHERE key = $1::bytea AND owner = $2::text AND expires_at >= $3::bigint`
 
-// releaseSQL is Release's statement, fenced by the token.
-const releaseSQL = `DELETE FROM dedupe_records WHERE key = $1::bytea AND owner = $2::text`
+// releaseSQL is Release's statement, fenced by the token: it ends the
+// lease of an IN_PROGRESS row and takes it out of the in-flight index,
+// keeping the row and its fingerprint until it expires.
+const releaseSQL = `
+UPDATE dedupe_records SET lease_expires_at = 0, inflight = NULL
+WHERE key = $1::bytea AND owner = $2::text AND status = 'IN_PROGRESS'`
 
 // getSQL is Get's statement; expiry is checked on the row read.
 const getSQL = `SELECT ` + recordColumns + ` FROM dedupe_records WHERE key = $1::bytea`
@@ -239,7 +241,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	for range claimAttempts {
 		var acquired bool
 		var row rowValues
-		err := s.send(ctx, true, func() error {
+		err := s.send(ctx, func() error {
 			return s.c.QueryRow(ctx, s.sql.claim, args...).Scan(append([]any{&acquired}, row.dest()...)...)
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -279,7 +281,7 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	args := s.args([]byte(req.Key), req.Token, req.Now.Unix(),
 		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted)
 	var tag pgconn.CommandTag
-	err := s.send(ctx, true, func() (err error) {
+	err := s.send(ctx, func() (err error) {
 		tag, err = s.c.Exec(ctx, s.sql.complete, args...)
 		return err
 	})
@@ -295,14 +297,16 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	return nil
 }
 
-// Release implements dedupe.Store with one DELETE fenced by the owner
-// token.
+// Release implements dedupe.Store with one UPDATE fenced by the owner
+// token and the IN_PROGRESS status. It ends the lease at once (0) and
+// clears inflight: a retry of the same request takes the key right away,
+// a different request is still refused, and Reap has nothing to retire.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	var tag pgconn.CommandTag
-	err := s.send(ctx, false, func() (err error) {
+	err := s.send(ctx, func() (err error) {
 		tag, err = s.c.Exec(ctx, s.sql.release, s.args([]byte(key), token)...)
 		return err
 	})
@@ -323,7 +327,7 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Reco
 		return dedupe.Record{}, fmt.Errorf("pgstore: get: %w", err)
 	}
 	var row rowValues
-	err := s.send(ctx, true, func() error {
+	err := s.send(ctx, func() error {
 		return s.c.QueryRow(ctx, s.sql.get, s.args([]byte(key))...).Scan(row.dest()...)
 	})
 	switch {

@@ -26,7 +26,9 @@
 //     fingerprint. Free, it writes the new record; not free, it returns the
 //     existing hash, so a duplicate costs one round trip too.
 //   - Complete and Release act only while the hash carries the caller's
-//     token (Complete also only while the record has not expired).
+//     token (Complete also only while the record has not expired; Release
+//     only while it is IN_PROGRESS). Release ends the lease (lease 0) and
+//     keeps the record, so the key stays bound to its request.
 //   - Get is one HGETALL.
 //
 // A fresh guarded request costs 2 round trips (claim, complete); a
@@ -84,7 +86,6 @@
 //
 // A retried script is harmless: a claim that was applied but whose reply
 // was lost is recognised by its token when the client resends it, and a
-// completion resent with the same token writes the same record. A
-// release resent after it was applied finds no record and reports
-// dedupe.ErrLeaseLost.
+// completion or release resent with the same token writes the same
+// record.
 package redisstore

@@ -113,10 +113,10 @@ func warmScripts(t *testing.T, c redisstore.Client) {
 	if _, err := s.Claim(ctx, claim("warm", "fp", "tok", base)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Complete(ctx, dedupe.CompleteRequest{Key: "warm", Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour)}); err != nil {
+	if err := s.Release(ctx, "warm", "tok"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, "warm", "tok"); err != nil {
+	if err := s.Complete(ctx, dedupe.CompleteRequest{Key: "warm", Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 }

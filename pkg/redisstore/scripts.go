@@ -56,14 +56,18 @@ redis.call('PEXPIREAT', KEYS[1], ARGV[9])
 return 1
 `)
 
-// releaseScript implements Store.Release: it deletes the record and
-// returns 1 only when it carries the token, else returns 0.
+// releaseScript implements Store.Release: only when the record carries
+// the token and is IN_PROGRESS, it ends the lease at once (lease 0) and
+// returns 1; the record, with its fingerprint, stays until it expires.
+// Otherwise it changes nothing and returns 0.
 //
 //	KEYS[1]  key
 //	ARGV     token
 var releaseScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'tok') == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+local cur = redis.call('HMGET', KEYS[1], 'tok', 'st')
+if cur[1] == ARGV[1] and cur[2] == 'IN_PROGRESS' then
+  redis.call('HSET', KEYS[1], 'lease', '0')
+  return 1
 end
 return 0
 `)

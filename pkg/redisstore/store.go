@@ -185,8 +185,10 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	return nil
 }
 
-// Release implements dedupe.Store with one script (EVALSHA) that deletes
-// the record only while it carries token.
+// Release implements dedupe.Store with one script (EVALSHA) that ends the
+// lease (lease 0) only while the record carries token and is IN_PROGRESS.
+// The record keeps its fingerprint and its TTL: a retry of the same
+// request takes the key at once, a different request is still refused.
 func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
