@@ -8,7 +8,8 @@
 //     sets (through localtest/cmd/withservers) and which a user may point at
 //     a server of their own. Without it the test is skipped, or fails when
 //     the CI environment variable is set, so CI never passes by skipping.
-//   - [Start] starts a server whose life the caller controls.
+//   - [Start] starts a server whose life the caller controls, and
+//     [StartCluster] a Redis Cluster of such servers.
 //
 // redis-server comes from the system: on Debian or Ubuntu,
 // `apt-get install -y redis-server` (which `make deps` runs when it is

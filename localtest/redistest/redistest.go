@@ -77,6 +77,12 @@ type Server struct {
 // (--save ” --appendonly no) and returns once it answers PING. ctx bounds
 // only the start; the server runs until [Server.Stop].
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	return startWith(ctx, opts)
+}
+
+// startWith implements Start, passing extra to the server after the
+// standard arguments.
+func startWith(ctx context.Context, opts Options, extra ...string) (*Server, error) {
 	bin := opts.Bin
 	if bin == "" {
 		for _, name := range []string{"redis-server", "valkey-server"} {
@@ -108,7 +114,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 				return nil, fmt.Errorf("start redis-server: %w", err)
 			}
 		}
-		s, err := start(ctx, bin, dir, port, timeout, opts.Output)
+		s, err := start(ctx, bin, dir, port, timeout, opts.Output, extra)
 		if err == nil {
 			return s, nil
 		}
@@ -120,8 +126,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // start runs one server on port and waits for it.
-func start(ctx context.Context, bin, dir string, port int, timeout time.Duration, out io.Writer) (*Server, error) {
-	cmd := exec.Command(bin,
+func start(ctx context.Context, bin, dir string, port int, timeout time.Duration, out io.Writer, extra []string) (*Server, error) {
+	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -130,7 +136,8 @@ func start(ctx context.Context, bin, dir string, port int, timeout time.Duration
 		"--daemonize", "no",
 		"--logfile", "",
 		"--maxclients", "1000",
-	)
+	}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Dir = dir
 	p, err := proc.Start(cmd, out, nil)
 	if err != nil {

@@ -61,3 +61,9 @@ func TestNotInstalled(t *testing.T) {
 		t.Errorf("got %v, want ErrNotInstalled", err)
 	}
 }
+
+func TestStartClusterNeedsThree(t *testing.T) {
+	if _, err := redistest.StartCluster(context.Background(), redistest.Options{}, 2); err == nil {
+		t.Error("StartCluster(2): got nil, want an error")
+	}
+}

@@ -33,7 +33,8 @@
 //
 // A fresh guarded request costs 2 round trips (claim, complete); a
 // duplicate 1. Every script touches one key, so the store works on Redis
-// Cluster: each record lives on the node that owns its slot.
+// Cluster: each record lives on the node that owns its slot (the
+// contract suite runs on a three-master cluster too).
 //
 // All times come from the request (Now); the scripts never read the
 // server's clock. An expired record counts as absent in every call even
