@@ -51,11 +51,14 @@ LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[A-Za-z_-]+:.*## / { printf "  %-22s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-deps: $(DEPS_STAMP) ## install dynalite (npm ci, only when needed) and download Go modules; redis-server too, as root on Debian
+deps: $(DEPS_STAMP) ## install dynalite (npm ci, only when needed) and download Go modules; redis-server and pgbouncer too, as root on Debian
 	$(GO) mod download
-	@command -v redis-server >/dev/null || command -v valkey-server >/dev/null || \
-	  if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
-	  else echo "make deps: redis-server is missing; install it with: sudo apt-get install -y redis-server"; fi
+	@missing=; \
+	  command -v redis-server >/dev/null || command -v valkey-server >/dev/null || missing=" redis-server"; \
+	  command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
+	  if [ -z "$$missing" ]; then :; \
+	  elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
+	  else echo "make deps: missing$$missing; install with: sudo apt-get install -y$$missing"; fi
 
 $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 	$(NPM) ci --prefix localtest --no-audit --no-fund

@@ -9,7 +9,9 @@
 //     `make test` sets (through localtest/cmd/withservers) and which a user
 //     may point at a server of their own. Without it the test is skipped,
 //     or fails when the CI environment variable is set.
-//   - [Start] starts a cluster whose life the caller controls.
+//   - [Start] starts a cluster whose life the caller controls, and
+//     [StartPgBouncer] a PgBouncer in transaction mode in front of a
+//     server.
 //
 // The server comes from the system: the first of Options.BinDir, the
 // directory of initdb on PATH, and the newest /usr/lib/postgresql/*/bin

@@ -51,7 +51,8 @@
 // behind PgBouncer in transaction mode set Options.ExecMode to
 // pgx.QueryExecModeExec or pgx.QueryExecModeSimpleProtocol (or add
 // default_query_exec_mode=exec to the connection string). The contract
-// suite runs in all three modes.
+// suite runs in all three modes, and in the two PgBouncer-safe ones
+// through PgBouncer in transaction mode.
 //
 // # Reaping
 //
