@@ -157,11 +157,11 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	var headers, body []byte
-	omitted, tooLarge := req.OmitResult, false
+	omitted, tooLarge := req.OmitResult, 0
 	if !omitted {
 		headers, body = headerenc.Encode(req.Result.Headers), req.Result.Body
 		if size := len(headers) + len(body); s.maxResult > 0 && size > s.maxResult {
-			headers, body, omitted, tooLarge = nil, nil, true, true
+			headers, body, omitted, tooLarge = nil, nil, true, size
 		}
 	}
 	ro := "0"
@@ -178,9 +178,9 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 		return wrapErr("complete", req.Key, err)
 	case n == 0:
 		return fmt.Errorf("redisstore: complete %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
-	case tooLarge:
+	case tooLarge > 0:
 		return fmt.Errorf("redisstore: complete %s: result of %d bytes exceeds %d, stored without it: %w",
-			dedupe.KeyRef(req.Key), len(req.Result.Body)+len(headerenc.Encode(req.Result.Headers)), s.maxResult, dedupe.ErrResultTooLarge)
+			dedupe.KeyRef(req.Key), tooLarge, s.maxResult, dedupe.ErrResultTooLarge)
 	}
 	return nil
 }
