@@ -5,6 +5,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/lambda-dedupe/dedupe/functions/api/internal/payments"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
-	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 func main() {
@@ -25,7 +25,7 @@ func main() {
 		log.Fatalf("api: load AWS config: %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	store, err := dynamostore.New(db, dynamostore.Options{Table: s.IdempotencyTable})
+	store, err := newStore(context.Background(), s, db)
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
@@ -34,5 +34,8 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
-	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{Retention: s.Retention, Logger: logger})))
+	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{
+		Retention: s.Retention, Logger: logger,
+		Metrics: &dedupe.EMF{W: os.Stdout}, Wait: 2 * time.Second, Cache: dedupe.NewCache(0, 0),
+	})))
 }

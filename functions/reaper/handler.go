@@ -49,7 +49,7 @@ func newHandler(store reaperStore, s settings, logger *slog.Logger, metrics io.W
 // Handle reaps once, stopping before the invocation's deadline, emits the
 // counts as metrics and returns the report as the invocation's result. The
 // event (the EventBridge schedule's, or anything for a manual run) is
-// ignored. A failed query or delete makes the invocation fail after the
+// ignored. A failed query or update makes the invocation fail after the
 // metrics are written; whatever the run cleared stays cleared.
 func (h *handler) Handle(ctx context.Context, _ json.RawMessage) (dynamostore.ReapReport, error) {
 	report, err := h.store.Reap(ctx, h.opts)

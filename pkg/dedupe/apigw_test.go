@@ -392,3 +392,55 @@ func TestRESTAPIGreedyResource(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPAPICookieFingerprint checks issue 9, case 7: payload 2.0 moves
+// cookies out of the headers, and FingerprintHeaders{"Cookie"} still
+// fingerprints them.
+func TestHTTPAPICookieFingerprint(t *testing.T) {
+	runs := 0
+	h := dedupe.HTTPAPI(dedupe.New(memstore.New(), nil), &dedupe.HTTPConfig{FingerprintHeaders: []string{"Cookie"}},
+		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			runs++
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+		})
+	send := func(cookies ...string) int {
+		var ev events.APIGatewayV2HTTPRequest
+		fixture(t, "apigw-v2-jwt.json", &ev)
+		ev.Cookies = cookies
+		resp, err := h(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	if got := send("session=a"); got != 200 {
+		t.Fatalf("first: %d, want 200", got)
+	}
+	if got := send("session=a"); got != 200 || runs != 1 {
+		t.Errorf("same cookie: %d after %d runs, want a 200 replay after 1", got, runs)
+	}
+	if got := send("session=b"); got != 422 || runs != 1 {
+		t.Errorf("other cookie: %d after %d runs, want 422 after 1", got, runs)
+	}
+}
+
+// TestRESTAPIStageScope checks issue 9, case 2 for REST APIs: the same key
+// on another stage or API runs there, instead of replaying this one.
+func TestRESTAPIStageScope(t *testing.T) {
+	runs := 0
+	h := dedupe.RESTAPI(dedupe.New(memstore.New(), nil), nil, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		runs++
+		return events.APIGatewayProxyResponse{StatusCode: 201, Body: strconv.Itoa(runs)}, nil
+	})
+	for i, s := range []struct{ api, stage, want string }{
+		{"w7hmxmplf6", "dev", "1"}, {"w7hmxmplf6", "prod", "2"}, {"other0api", "prod", "3"}, {"w7hmxmplf6", "dev", "1"},
+	} {
+		var ev events.APIGatewayProxyRequest
+		fixture(t, "apigw-v1-lambda-authorizer.json", &ev)
+		ev.RequestContext.APIID, ev.RequestContext.Stage = s.api, s.stage
+		resp, err := h(context.Background(), ev)
+		if err != nil || resp.Body != s.want {
+			t.Errorf("request %d (%s/%s) = %q, %v; want %q", i+1, s.api, s.stage, resp.Body, err, s.want)
+		}
+	}
+}

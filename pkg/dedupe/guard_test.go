@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -515,5 +516,38 @@ func TestConcurrentRunsExecuteOnce(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("runs = %d, want 1", runs)
+	}
+}
+
+// TestGuardKeyBounds checks issue 9, case 3 for caller-chosen keys: a key
+// of any length is guarded (shortened to fit every store), a key that is
+// not UTF-8 is refused before any store call, and no error quotes a key.
+func TestGuardKeyBounds(t *testing.T) {
+	store := memstore.New()
+	g := dedupe.New(store, &dedupe.Config{Prefix: "fn"})
+	long := "customer:alice@example.com/" + strings.Repeat("order-", 1000)
+	runs := 0
+	for range 2 {
+		if _, err := g.Run(context.Background(), long, "fp", counter(&runs, "done")); err != nil {
+			t.Fatalf("Run(%d-byte key): %v", len(long), err)
+		}
+	}
+	if runs != 1 {
+		t.Errorf("runs = %d, want 1 (the long key replays)", runs)
+	}
+	if k := g.Key(long); len(k) > dedupe.MaxStoreKeyBytes || !strings.HasPrefix(k, "fn#customer:") {
+		t.Errorf("Key(%d bytes) = %d bytes %.20q…, want at most %d with a readable prefix", len(long), len(k), k, dedupe.MaxStoreKeyBytes)
+	}
+	if g.Key(long) == g.Key(long+"x") {
+		t.Error("two long keys share a stored key")
+	}
+	if _, err := g.Run(context.Background(), "bad\xffkey", "fp", counter(&runs, "x")); !errors.Is(err, dedupe.ErrInvalidKey) || runs != 1 {
+		t.Errorf("Run(invalid UTF-8) = %v after %d runs, want ErrInvalidKey and no run", err, runs)
+	}
+	// A permanent store error names the key by its KeyRef only.
+	_, err := g.Run(context.Background(), "alice@example.com", "fp2", counter(&runs, "x"))
+	_, err = g.Run(context.Background(), "alice@example.com", "fp3", counter(&runs, "x"))
+	if err == nil || strings.Contains(err.Error(), "alice@example.com") {
+		t.Errorf("error %v, want one that does not quote the key", err)
 	}
 }

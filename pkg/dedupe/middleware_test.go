@@ -221,3 +221,22 @@ func TestMiddlewareBody(t *testing.T) {
 		}
 	}
 }
+
+// TestMiddlewareNeedsPrincipal checks issue 9, case 1 for net/http: a
+// Middleware that could only put every caller in one scope is refused at
+// construction, unless that is asked for.
+func TestMiddlewareNeedsPrincipal(t *testing.T) {
+	g := dedupe.New(memstore.New(), nil)
+	for name, cfg := range map[string]*dedupe.HTTPConfig{"nil config": nil, "no principal": {MaxBodyBytes: 10}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: Middleware did not panic", name)
+				}
+			}()
+			dedupe.Middleware(g, cfg)
+		}()
+	}
+	dedupe.Middleware(g, &dedupe.HTTPConfig{SharedScope: true})
+	dedupe.Middleware(g, &dedupe.HTTPConfig{Principal: func(any) string { return "p" }})
+}

@@ -102,10 +102,10 @@ type ReapReport struct {
 	// Cleared counts the records retired from the in-flight index.
 	Cleared int `json:"cleared"`
 	// Skipped counts candidates left alone because they changed between
-	// the query and the delete (taken over, completed, released, or
+	// the query and the update (taken over, completed, released, or
 	// cleared by a concurrent run).
 	Skipped int `json:"skipped"`
-	// Errors counts failed calls: queries and deletes.
+	// Errors counts failed calls: queries and updates.
 	Errors int `json:"errors"`
 	// Pages counts Query calls.
 	Pages int `json:"pages"`

@@ -202,7 +202,8 @@ type answer struct {
 // history is one random run and everything observed in it.
 type history struct {
 	t      *testing.T
-	rng    *rand.Rand
+	rng    *rand.Rand // the history's shape: run's goroutine only
+	frng   *rand.Rand // faults: any goroutine, under rngMu
 	seed   uint64
 	clock  atomic.Int64 // sim time, ns
 	seq    atomic.Int64
@@ -212,14 +213,16 @@ type history struct {
 	faults atomic.Int64
 
 	mu      sync.Mutex
-	rngMu   sync.Mutex
+	rngMu   sync.Mutex // guards frng
 	execs   []*execution
 	answers []answer
 	claimed map[string]bool // store keys claimed
 }
 
 func newHistory(t *testing.T, seed uint64, newStore func(*testing.T, Injector) dedupe.Store) *history {
-	h := &history{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), claimed: map[string]bool{}}
+	h := &history{t: t, seed: seed, claimed: map[string]bool{},
+		rng:  rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		frng: rand.New(rand.NewPCG(seed^0x5851f42d4c957f2d, seed))}
 	h.clock.Store(base.UnixNano())
 	inner := newStore(t, h.inject)
 	h.store = &observer{Store: inner, h: h}
@@ -242,20 +245,16 @@ func (h *history) inject(op string) Fault {
 	}
 	h.rngMu.Lock()
 	defer h.rngMu.Unlock()
-	if h.rng.IntN(100) >= faultPercent {
+	if h.frng.IntN(100) >= faultPercent {
 		return FaultNone
 	}
 	h.faults.Add(1)
-	return Fault(1 + h.rng.IntN(3))
+	return Fault(1 + h.frng.IntN(3))
 }
 
 func (h *history) now() time.Time { return time.Unix(0, h.clock.Load()) }
 
-func (h *history) pick(list []string) string {
-	h.rngMu.Lock()
-	defer h.rngMu.Unlock()
-	return list[h.rng.IntN(len(list))]
-}
+func (h *history) pick(list []string) string { return list[h.rng.IntN(len(list))] }
 
 // run plays the history: rounds of concurrent requests, a third of them
 // retries of an earlier request, with the clock moving between rounds.
