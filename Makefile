@@ -87,8 +87,13 @@ test: deps withdynalite withservers ## go vet, then go test -race of PKG (defaul
 	echo "$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT)" $$pkgs; \
 	$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$pkgs
 
-bench: deps withdynalite withservers ## run the benchmarks of PKG (BENCH selects) against fresh dynalite (DEDUPE_DYNAMODB=moto: moto), PostgreSQL and Redis
-	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKG)
+# BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
+# its report (the stores' round trips and floors among them).
+BENCH_PKG ?= ./pkg/...
+
+bench: deps withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
+	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
+	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
 withdynalite:
 	$(GO) build -o $(WITHDYNALITE) ./localtest/cmd/withdynalite

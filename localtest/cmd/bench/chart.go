@@ -1,6 +1,8 @@
 package main
 
 import (
+	"image/color"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -24,13 +26,13 @@ func chart(r Report, path string) error {
 		return err
 	}
 	b50.Offset = -w / 2
-	b50.Color = plotter.DefaultLineStyle.Color
+	b50.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 	b99, err := plotter.NewBarChart(p99, w)
 	if err != nil {
 		return err
 	}
 	b99.Offset = w / 2
-	b99.Color = plotter.DefaultGlyphStyle.Color
+	b99.Color = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 	b99.LineStyle.Width = vg.Length(0)
 	p.Add(b50, b99)
 	p.Legend.Add("p50", b50)

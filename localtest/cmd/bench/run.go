@@ -41,6 +41,7 @@ type Report struct {
 	OverFloor float64 `json:"overFloor"`
 	Waited    Waited  `json:"waited"`
 	Moto      string  `json:"moto"`
+	Stack     Stack   `json:"stack"`
 }
 
 // InProcess is one testing.Benchmark result.
@@ -94,6 +95,9 @@ func run(ctx context.Context, outDir string, n int, w io.Writer) error {
 		return err
 	}
 	rep.Moto = motoReplay(ctx)
+	if rep.Stack, err = stack(ctx, endpoint, client); err != nil {
+		return fmt.Errorf("local stack: %w", err)
+	}
 
 	print(w, rep)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -449,4 +453,11 @@ func print(w io.Writer, r Report) {
 	fmt.Fprintf(w, "Waited duplicates (100 concurrent on one key, 50 ms handler, Wait 2s): 1 ran, %d of its %d duplicates got the 201 replay (%.0f%%), %d got 409, at most %d extra reads each\n",
 		r.Waited.Replays, r.Waited.Requests-1, 100*float64(r.Waited.Replays)/float64(r.Waited.Requests-1), r.Waited.Conflicts, r.Waited.MaxExtraReads)
 	fmt.Fprintln(w, r.Moto)
+	fmt.Fprintln(w, "\nThrough the local stack (gateway, api bootstrap under the runtime emulator, up to 8 environments):")
+	fmt.Fprintf(w, "  %-12s %-8s %9s %9s\n", "concurrency", "kind", "req/s", "p99 ms")
+	for _, s := range r.Stack.Runs {
+		fmt.Fprintf(w, "  %-12d %-8s %9.0f %9.1f\n", s.Concurrency, s.Kind, s.PerSecond, s.P99ms)
+	}
+	fmt.Fprintf(w, "  cold start of a new api environment: %.0f ms on average, %.0f ms at worst\n", r.Stack.ColdStartMs, r.Stack.ColdStartMaxMs)
+	fmt.Fprintf(w, "  linux/arm64 bootstrap: %.1f MiB\n", float64(r.Stack.BootstrapBytes)/(1<<20))
 }
