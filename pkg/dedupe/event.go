@@ -77,8 +77,8 @@ type SQSConfig struct {
 	// retries), else the message ID (which survives SQS redeliveries).
 	Key func(events.SQSMessage) string
 
-	// Logger receives one line per failed or unrecorded message. Nil means
-	// no logging.
+	// Logger receives one line per failed or unrecorded message, beside
+	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
 }
 
@@ -110,7 +110,7 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 		c.Key = defaultSQSKey
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = g.cfg.Logger
 	}
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	failed := false
