@@ -33,6 +33,9 @@ type Call struct {
 	// rejects releases the key so that a retry runs again (HTTP uses it to
 	// release 5xx answers). Nil keeps every result.
 	Keep func(Result) bool
+	// Retention overrides Config.Retention for this call: how long its
+	// completed record is replayed. Zero means the guard's.
+	Retention time.Duration
 }
 
 // Outcome is what a guarded call produced.
@@ -142,7 +145,7 @@ func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
 			Token:       token,
 			Now:         now,
 			LeaseUntil:  leaseUntil,
-			ExpiresAt:   leaseUntil.Add(g.cfg.Retention),
+			ExpiresAt:   leaseUntil.Add(g.retention(call)),
 		})
 		if err != nil {
 			return g.storeFailed(ctx, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err))
@@ -186,7 +189,8 @@ func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
 
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func) (Outcome, error) {
-	result, err := g.invoke(ctx, key, token, fn)
+	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
+	result, err := g.invoke(withClaim(ctx, claim), key, token, fn)
 	var unencodable *unencodableError
 	omit := errors.As(err, &unencodable)
 	if err != nil && !omit {
@@ -213,7 +217,7 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 			Token:      token,
 			Result:     result,
 			Now:        now,
-			ExpiresAt:  now.Add(g.cfg.Retention),
+			ExpiresAt:  now.Add(g.retention(call)),
 			OmitResult: omit,
 		})
 		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
