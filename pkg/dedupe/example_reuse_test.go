@@ -3,8 +3,10 @@ package dedupe_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -214,4 +216,52 @@ func ExampleHTTPConfig_key() {
 	// Output:
 	// creating
 	// 201 201 true {"id":"p_1"}
+}
+
+// A long job in a container: a 30 s lease renewed every 10 s while the
+// job runs, so a crash frees its key within 30 s, however long the job.
+// The test's ticker stands in for time.NewTicker.
+func ExampleConfig_heartbeat() {
+	ticks := make(chan time.Time)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	g := dedupe.New(memstore.New(), &dedupe.Config{
+		Prefix:       "reports",
+		DefaultLease: 30 * time.Second,
+		Heartbeat:    10 * time.Second,
+		NewTicker:    func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} },
+		Now:          func() time.Time { return now },
+	})
+	out, err := g.Run(context.Background(), "report-2026-11", "", func(ctx context.Context) (dedupe.Result, error) {
+		c, _ := dedupe.ClaimFrom(ctx)
+		fmt.Println("lease at claim ends", c.LeaseUntil.Format(time.TimeOnly))
+		now = now.Add(25 * time.Second)
+		ticks <- now // a beat: the lease now ends 30 s from here
+		return dedupe.Result{Body: []byte("report ready")}, nil
+	})
+	fmt.Println(string(out.Result.Body), err)
+	// Output:
+	// lease at claim ends 10:00:30
+	// report ready <nil>
+}
+
+// A withdrawal whose outcome is unknown after a timeout holds its key for
+// at least MinHold, so a retry gets ErrInProgress instead of withdrawing
+// again while the bank may still be processing the first one.
+func ExampleConfig_minHold() {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	g := dedupe.New(memstore.New(), &dedupe.Config{MinHold: 15 * time.Minute, Now: func() time.Time { return now }})
+	withdraw := func(context.Context) (dedupe.Result, error) {
+		return dedupe.Result{}, fmt.Errorf("bank: %w", context.DeadlineExceeded)
+	}
+	_, err := g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	fmt.Println(err)
+	now = now.Add(5 * time.Minute)
+	_, err = g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	var conflict *dedupe.ConflictError
+	if errors.As(err, &conflict) {
+		fmt.Println(errors.Is(err, dedupe.ErrInProgress), "retry after", conflict.RetryAfter(now))
+	}
+	// Output:
+	// bank: context deadline exceeded
+	// true retry after 10m0s
 }

@@ -190,9 +190,14 @@ func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func) (Outcome, error) {
 	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
-	result, err := g.invoke(withClaim(ctx, claim), key, token, fn)
+	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn))
 	var unencodable *unencodableError
 	omit := errors.As(err, &unencodable)
+	if err != nil && !omit && g.holds(err) {
+		// Config.MinHold: the work's outcome is unknown; keep the key
+		// until its lease ends rather than let a retry repeat it now.
+		return Outcome{Record: rec}, err
+	}
 	if err != nil && !omit {
 		if rerr := g.release(ctx, key, token); rerr != nil {
 			return Outcome{Record: rec}, errors.Join(err, rerr)
@@ -289,7 +294,8 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outco
 
 // lease returns the lease for a claim at now: the time left until the
 // context deadline, capped at MaxLease, plus LeaseMargin; DefaultLease
-// when the context has no deadline. The margin is added
+// when the context has no deadline; never less than Config.MinHold. The
+// margin is added
 // after the cap, so a lease always outlives the invocation that holds it,
 // even one near Lambda's 900 s limit.
 //
@@ -299,7 +305,7 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outco
 func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return g.cfg.DefaultLease
+		return max(g.cfg.DefaultLease, g.cfg.MinHold)
 	}
 	d := deadline.Sub(now)
 	if d < 0 {
@@ -308,5 +314,5 @@ func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	if d > g.cfg.MaxLease {
 		d = g.cfg.MaxLease
 	}
-	return d + g.cfg.LeaseMargin
+	return max(d+g.cfg.LeaseMargin, g.cfg.MinHold)
 }

@@ -75,3 +75,7 @@ func TestHTTPResultTooLargeDynamoDB(t *testing.T) {
 func TestReuseDynamoDB(t *testing.T) {
 	runReuse(t, dynamoBackend(t, dynamostore.Options{}))
 }
+
+func TestLeaseRenewalDynamoDB(t *testing.T) {
+	runLease(t, dynamoBackend(t, dynamostore.Options{}))
+}
