@@ -3,7 +3,17 @@
 //
 // Usage:
 //
-//	go run ./localtest/cmd/withdynalite [-v] -- CMD [ARGS...]
+//	go run ./localtest/cmd/withdynalite [-v] [-dynalite PATH] -- CMD [ARGS...]
+//
+// From another module, install it with
+// `go install github.com/lambda-dedupe/dedupe/localtest/cmd/withdynalite@latest`
+// and dynalite with `npm install --prefix ~/.dynalite dynalite`, then run
+// `DYNALITE_BIN=~/.dynalite/node_modules/.bin/dynalite withdynalite -- go test ./...`.
+// -dynalite (default $DYNALITE_BIN) names the dynalite executable;
+// without either, it is localtest/node_modules/.bin/dynalite under the
+// current module's root, as `make deps` installs it in this repository.
+// To use any other endpoint (DynamoDB Local, LocalStack, a real table),
+// set AWS_ENDPOINT_URL_DYNAMODB: nothing is started then.
 //
 // When AWS_ENDPOINT_URL_DYNAMODB is empty, withdynalite starts dynalite in
 // memory on a free loopback port (see package localtest/dynalite; install it

@@ -17,6 +17,9 @@ import (
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
 )
 
+// envBin names the dynalite executable when -dynalite is not given.
+const envBin = "DYNALITE_BIN"
+
 // Defaults set for a loopback endpoint when the variable is empty.
 var localDefaults = []struct{ name, value string }{
 	{"AWS_ACCESS_KEY_ID", "local"},
@@ -33,8 +36,10 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("withdynalite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "copy dynalite's output to standard error")
+	bin := fs.String("dynalite", getenv(env, envBin),
+		"the dynalite executable (default $"+envBin+", else localtest/node_modules/.bin/dynalite under the module root)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: withdynalite [-v] -- CMD [ARGS...]")
+		fmt.Fprintln(stderr, "usage: withdynalite [-v] [-dynalite PATH] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +58,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	endpoint := getenv(env, dynalite.EnvEndpoint)
 	if endpoint == "" {
-		opts := dynalite.Options{}
+		opts := dynalite.Options{Bin: *bin}
 		if *verbose {
 			opts.Output = stderr
 		}
