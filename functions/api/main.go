@@ -5,6 +5,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -34,5 +35,8 @@ func main() {
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}
-	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{Retention: s.Retention, Logger: logger})))
+	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{
+		Retention: s.Retention, Logger: logger,
+		Metrics: &dedupe.EMF{W: os.Stdout}, Wait: 2 * time.Second, Cache: dedupe.NewCache(0, 0),
+	})))
 }

@@ -76,7 +76,7 @@ type batchCore struct {
 
 func newBatchCore(g *Guard, log *slog.Logger, onItem func(ItemOutcome), stream bool) batchCore {
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = g.cfg.Logger
 	}
 	if onItem == nil {
 		onItem = func(ItemOutcome) {}
@@ -164,8 +164,8 @@ type KinesisConfig struct {
 	// OnItem, when set, is called once per record, in order, with its
 	// outcome: log or meter duplicates here.
 	OnItem func(ItemOutcome)
-	// Logger receives one line per failed or unrecorded record. Nil means
-	// no logging.
+	// Logger receives one line per failed or unrecorded record, beside
+	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
 }
 
@@ -225,8 +225,8 @@ type DynamoDBConfig struct {
 	// OnItem, when set, is called once per record, in order, with its
 	// outcome.
 	OnItem func(ItemOutcome)
-	// Logger receives one line per failed or unrecorded record. Nil means
-	// no logging.
+	// Logger receives one line per failed or unrecorded record, beside
+	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
 }
 

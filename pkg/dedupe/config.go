@@ -1,6 +1,7 @@
 package dedupe
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"time"
@@ -54,8 +55,12 @@ type Config struct {
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 
-	// Logger receives warnings (lost leases, failed releases). Nil means
-	// no logging.
+	// Logger receives one event per guarded request or message (message
+	// "dedupe: request", with its outcome, the key's KeyRef, the Lambda
+	// request ID, the route, and the store and handler latencies), at
+	// INFO for answers that went as designed, WARN when a result could
+	// not be recorded or work failed, ERROR when the store failed. It is
+	// the one logger: the adapters use it too. Nil means no logging.
 	Logger *slog.Logger
 
 	// Heartbeat, when positive and the store implements LeaseExtender,
@@ -84,6 +89,34 @@ type Config struct {
 	// key for the rest of its lease instead of releasing it. Zero means
 	// no minimum: the lease follows the context deadline.
 	MinHold time.Duration
+
+	// LogKeys logs the stored key itself instead of its KeyRef. Keys can
+	// carry personal data; leave it off in production.
+	LogKeys bool
+
+	// Metrics receives every request's Event, for example an *EMF writing
+	// CloudWatch Embedded Metric Format to stdout. Nil means none.
+	Metrics Emitter
+
+	// OnOutcome, when set, is called with every request's Event after it
+	// was logged and emitted: a hook for the caller's own metrics.
+	OnOutcome func(context.Context, Event)
+
+	// Cache, when set, keeps completed records in the execution
+	// environment, so that replays it has seen cost no store call. Give
+	// each Guard its own (NewCache). Nil means no cache.
+	Cache *Cache
+
+	// Wait lets a duplicate that finds its key in flight wait up to this
+	// long (and never past its context's deadline less LeaseMargin) for
+	// the first request to finish, polling with strongly consistent reads
+	// (at most 5, after 10, 20, 40, 80 and 160 ms), and answer with its
+	// result instead of ErrInProgress. Zero means no waiting.
+	Wait time.Duration
+
+	// Sleep pauses a waiting duplicate; it returns early with ctx's error.
+	// Nil means a timer. Tests inject one to wait without sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // withDefaults returns a copy of c with every zero field defaulted.
@@ -116,5 +149,20 @@ func (c *Config) withDefaults() Config {
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
+	if out.Sleep == nil {
+		out.Sleep = sleep
+	}
 	return out
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

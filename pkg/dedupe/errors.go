@@ -101,6 +101,21 @@ func (e *ConflictError) Error() string {
 // Unwrap returns the sentinel error, so errors.Is(err, ErrInProgress) works.
 func (e *ConflictError) Unwrap() error { return e.Err }
 
+// RetryAfterHint returns a realistic Retry-After for an ErrInProgress
+// conflict at now: how much longer the first request should take, given
+// how long it has run (since the record's CreatedAt) and typical, how
+// long such requests usually take (0 when unknown); rounded up to whole
+// seconds, at least one second, and never past the lease's end
+// (RetryAfter), which stays the upper bound.
+func (e *ConflictError) RetryAfterHint(now time.Time, typical time.Duration) time.Duration {
+	hint := typical - now.Sub(e.Record.CreatedAt)
+	secs := (hint + time.Second - 1) / time.Second
+	if secs < 1 {
+		secs = 1
+	}
+	return min(secs*time.Second, e.RetryAfter(now))
+}
+
 // RetryAfter returns how long the current owner's lease has left at now,
 // rounded up to whole seconds and never less than one second. It is
 // meaningful for ErrInProgress conflicts.

@@ -71,8 +71,8 @@ type SQSConfig struct {
 	// outcome: log or meter duplicates here.
 	OnItem func(ItemOutcome)
 
-	// Logger receives one line per failed or unrecorded message. Nil means
-	// no logging.
+	// Logger receives one line per failed or unrecorded message, beside
+	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
 }
 

@@ -127,28 +127,71 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 // has succeeded the key is never released for a reason of the guard's
 // own; only Call.Keep may ask for that.
 func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
+	var ev Event
+	out, err := g.observe(ctx, &ev, func() (Outcome, error) { return g.do(ctx, call, fn, &ev) })
+	return out, err
+}
+
+// observe runs do and emits ev once it is filled in, also when do panics
+// (a panicking function, re-raised after its release).
+func (g *Guard) observe(ctx context.Context, ev *Event, do func() (Outcome, error)) (Outcome, error) {
+	done := false
+	defer func() {
+		if !done {
+			ev.Outcome = OutcomeReleased
+			g.emit(ctx, *ev)
+		}
+	}()
+	out, err := do()
+	done = true
+	g.emit(ctx, *ev)
+	return out, err
+}
+
+// timed runs one store call and accounts for it in ev.
+func timed[T any](ev *Event, call func() (T, error)) (T, error) {
+	start := time.Now()
+	v, err := call()
+	ev.StoreCalls++
+	ev.StoreLatency += time.Since(start)
+	return v, err
+}
+
+// do is Do, filling in ev (all but its emission).
+func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome, error) {
 	if call.Key == "" || !utf8.ValidString(call.Key) {
+		ev.Outcome, ev.Err = OutcomeInvalidKey, ErrInvalidKey
 		return Outcome{}, ErrInvalidKey
 	}
 	key := g.Key(call.Key)
+	ev.Key = KeyRef(key)
+	if g.cfg.LogKeys {
+		ev.Key = key
+	}
+	if c := g.cfg.Cache; c != nil {
+		if rec, ok := c.get(key, g.cfg.Now()); ok {
+			ev.Cached = true
+			return g.duplicate(call, rec, ev)
+		}
+	}
 	token := rand.Text()
 
-	var claim ClaimResult
-	var now time.Time
+	var waited time.Duration
 	for attempt := 0; ; attempt++ {
-		now = g.cfg.Now()
+		now := g.cfg.Now()
 		leaseUntil := now.Add(g.lease(ctx, now))
-		var err error
-		claim, err = g.store.Claim(ctx, ClaimRequest{
-			Key:         key,
-			Fingerprint: call.Fingerprint,
-			Token:       token,
-			Now:         now,
-			LeaseUntil:  leaseUntil,
-			ExpiresAt:   leaseUntil.Add(g.retention(call)),
+		claim, err := timed(ev, func() (ClaimResult, error) {
+			return g.store.Claim(ctx, ClaimRequest{
+				Key:         key,
+				Fingerprint: call.Fingerprint,
+				Token:       token,
+				Now:         now,
+				LeaseUntil:  leaseUntil,
+				ExpiresAt:   leaseUntil.Add(g.retention(call)),
+			})
 		})
 		if err != nil {
-			return g.storeFailed(ctx, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err))
+			return g.storeFailed(ctx, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err), ev)
 		}
 		rec := claim.Record
 		if !claim.Acquired && rec.Key != "" && rec.Token == token && rec.Status == StatusInProgress {
@@ -157,57 +200,135 @@ func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
 			// against one that does not.)
 			claim.Acquired = true
 		}
-		if claim.Acquired || (rec.Key != "" && !rec.FreeFor(now, call.Fingerprint, token)) {
-			break
+		switch {
+		case claim.Acquired:
+			return g.execute(ctx, call, key, token, claim.Record, fn, ev)
+		case rec.Key == "" || rec.FreeFor(now, call.Fingerprint, token):
+			// The record changed between the write and the read: claim
+			// again, a bounded number of times.
+			if attempt+1 >= claimAttempts {
+				err := fmt.Errorf("claim %s: record changed under %d attempts: %w", KeyRef(key), claimAttempts, ErrStoreUnavailable)
+				ev.Outcome, ev.Err = OutcomeStoreError, err
+				return Outcome{}, err
+			}
+			continue
+		case rec.Status == StatusInProgress && rec.Fingerprint == call.Fingerprint && waited == 0 && g.cfg.Wait > 0:
+			done, w := g.wait(ctx, key, call, token, &rec, ev)
+			waited = max(w, 1)
+			ev.Waited = w
+			if done {
+				out, err := g.duplicate(call, rec, ev)
+				if err == nil {
+					ev.Outcome = OutcomeWaited
+				}
+				return out, err
+			}
+			if rec.Key == "" || rec.FreeFor(g.cfg.Now(), call.Fingerprint, token) {
+				continue // released or gone while we waited: claim it
+			}
+			return g.duplicate(call, rec, ev)
 		}
-		if attempt+1 == claimAttempts {
-			return Outcome{}, fmt.Errorf("claim %s: record changed under %d attempts: %w",
-				KeyRef(key), claimAttempts, ErrStoreUnavailable)
+		if rec.Status == StatusCompleted && g.cfg.Cache != nil {
+			g.cfg.Cache.put(rec)
 		}
+		return g.duplicate(call, rec, ev)
 	}
-
-	if !claim.Acquired {
-		return g.duplicate(call, claim.Record)
-	}
-	return g.execute(ctx, call, key, token, claim.Record, fn)
 }
 
 // duplicate answers a call whose key is held by rec.
-func (g *Guard) duplicate(call Call, rec Record) (Outcome, error) {
+func (g *Guard) duplicate(call Call, rec Record, ev *Event) (Outcome, error) {
 	switch {
 	case rec.Fingerprint != call.Fingerprint:
+		ev.Outcome = OutcomeMismatch
 		return Outcome{Record: rec}, &ConflictError{Err: ErrFingerprintMismatch, Record: rec}
 	case rec.Status == StatusInProgress:
+		ev.Outcome = OutcomeInProgress
 		return Outcome{Record: rec}, &ConflictError{Err: ErrInProgress, Record: rec}
 	case rec.ResultOmitted || rec.Result == nil:
+		ev.Outcome = OutcomeTooLarge
 		return Outcome{Replayed: true, Record: rec}, fmt.Errorf("replay %s: %w", KeyRef(rec.Key), ErrResultOmitted)
 	}
-	// Stores hand out records that share no memory with them (see Get), so
-	// the stored result is the caller's to keep without another copy.
+	// Stores (and the cache) hand out records that share no memory with
+	// them, so the stored result is the caller's to keep.
+	ev.Outcome = OutcomeReplayed
 	return Outcome{Result: *rec.Result, Replayed: true, Record: rec}, nil
 }
 
+// maxWaitReads bounds the reads of one waiting duplicate.
+const maxWaitReads = 5
+
+// firstWaitDelay is the first pause of a waiting duplicate; each next one
+// doubles it: 10, 20, 40, 80, 160 ms, 310 ms in all.
+const firstWaitDelay = 10 * time.Millisecond
+
+// wait polls the record for key, with strongly consistent reads and
+// doubling pauses, until the first request completes or lets go of the
+// key, within Config.Wait and the context's deadline (less the lease
+// margin, so the answer still gets out). It reports done when *rec is
+// COMPLETED, and how long it paused; *rec is the last record read (zero
+// when the record is gone).
+func (g *Guard) wait(ctx context.Context, key string, call Call, token string, rec *Record, ev *Event) (done bool, waited time.Duration) {
+	budget := g.cfg.Wait
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, deadline.Sub(g.cfg.Now())-g.cfg.LeaseMargin)
+	}
+	delay := firstWaitDelay
+	for range maxWaitReads {
+		if waited+delay > budget {
+			return false, waited
+		}
+		if err := g.cfg.Sleep(ctx, delay); err != nil {
+			return false, waited
+		}
+		waited += delay
+		delay *= 2
+		now := g.cfg.Now()
+		got, err := timed(ev, func() (Record, error) { return g.store.Get(ctx, key, now) })
+		switch {
+		case errors.Is(err, ErrNotFound):
+			*rec = Record{}
+			return false, waited
+		case err != nil:
+			return false, waited // answer with what we had
+		}
+		*rec = got
+		switch {
+		case got.Status == StatusCompleted:
+			return true, waited
+		case got.FreeFor(now, call.Fingerprint, token):
+			return false, waited
+		}
+	}
+	return false, waited
+}
+
 // execute runs fn as the owner of key and records what it produced.
-func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func) (Outcome, error) {
+func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func, ev *Event) (Outcome, error) {
+	start := time.Now()
 	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
-	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn))
+	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn), ev)
+	ev.HandlerLatency = time.Since(start)
 	var unencodable *unencodableError
 	omit := errors.As(err, &unencodable)
 	if err != nil && !omit && g.holds(err) {
 		// Config.MinHold: the work's outcome is unknown; keep the key
 		// until its lease ends rather than let a retry repeat it now.
+		ev.Outcome, ev.Err = OutcomeHeld, err
 		return Outcome{Record: rec}, err
 	}
 	if err != nil && !omit {
-		if rerr := g.release(ctx, key, token); rerr != nil {
+		ev.Outcome, ev.Err = OutcomeReleased, err
+		if rerr := g.release(ctx, key, token, ev); rerr != nil {
+			ev.Err = errors.Join(err, rerr)
 			return Outcome{Record: rec}, errors.Join(err, rerr)
 		}
 		return Outcome{Record: rec}, err
 	}
 	out := Outcome{Result: result, Record: rec}
 	if !omit && call.Keep != nil && !call.Keep(result) {
-		if rerr := g.release(ctx, key, token); rerr != nil {
-			g.cfg.Logger.Warn("dedupe: release after unkept result failed", "key", KeyRef(key), "err", rerr)
+		ev.Outcome = OutcomeReleased
+		if rerr := g.release(ctx, key, token, ev); rerr != nil {
+			ev.Err = rerr
 		}
 		return out, nil
 	}
@@ -215,15 +336,18 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 	// The work is done: finish recording it even if the caller's context
 	// has been cancelled, or a retry would repeat it after the lease.
 	cctx := context.WithoutCancel(ctx)
+	var now time.Time
 	for attempt := 1; ; attempt++ {
-		now := g.cfg.Now()
-		err = g.store.Complete(cctx, CompleteRequest{
-			Key:        key,
-			Token:      token,
-			Result:     result,
-			Now:        now,
-			ExpiresAt:  now.Add(g.retention(call)),
-			OmitResult: omit,
+		now = g.cfg.Now()
+		_, err = timed(ev, func() (struct{}, error) {
+			return struct{}{}, g.store.Complete(cctx, CompleteRequest{
+				Key:        key,
+				Token:      token,
+				Result:     result,
+				Now:        now,
+				ExpiresAt:  now.Add(g.retention(call)),
+				OmitResult: omit,
+			})
 		})
 		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
 			break
@@ -231,17 +355,29 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 	}
 	switch {
 	case err == nil && omit:
-		g.cfg.Logger.Warn("dedupe: result not encodable, recorded without it", "key", KeyRef(key), "err", unencodable.err)
-		return out, fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrResultUnencodable, unencodable.err)
+		err = fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrResultUnencodable, unencodable.err)
+		ev.Outcome, ev.Err = OutcomeNotStored, err
+		return out, err
 	case err == nil:
+		ev.Outcome = OutcomeExecuted
 		out.Stored = true
+		if c := g.cfg.Cache; c != nil {
+			c.put(Record{Key: key, Status: StatusCompleted, Fingerprint: call.Fingerprint, Token: token,
+				Result: &result, ExpiresAt: time.Unix(now.Add(g.retention(call)).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now})
+		}
 		return out, nil
 	case errors.Is(err, ErrResultTooLarge):
-		g.cfg.Logger.Warn("dedupe: result too large, stored without it", "key", KeyRef(key), "bytes", len(result.Body))
-		return out, fmt.Errorf("complete %s: %w", KeyRef(key), err)
+		err = fmt.Errorf("complete %s: %w", KeyRef(key), err)
+		ev.Outcome, ev.Err = OutcomeTooLarge, err
+		return out, err
+	case errors.Is(err, ErrLeaseLost):
+		err = fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrNotStored, err)
+		ev.Outcome, ev.Err = OutcomeLeaseLost, err
+		return out, err
 	default:
-		g.cfg.Logger.Warn("dedupe: result not recorded", "key", KeyRef(key), "err", err)
-		return out, fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrNotStored, err)
+		err = fmt.Errorf("complete %s: %w: %w", KeyRef(key), ErrNotStored, err)
+		ev.Outcome, ev.Err = OutcomeNotStored, err
+		return out, err
 	}
 }
 
@@ -254,12 +390,13 @@ func (e *unencodableError) Error() string { return "encode result: " + e.err.Err
 func (e *unencodableError) Unwrap() error { return e.err }
 
 // invoke runs fn, releasing the key and re-panicking if fn panics.
-func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result Result, err error) {
+func (g *Guard) invoke(ctx context.Context, key, token string, fn Func, ev *Event) (result Result, err error) {
 	panicking := true
 	defer func() {
 		if panicking {
-			if rerr := g.release(ctx, key, token); rerr != nil {
-				g.cfg.Logger.Warn("dedupe: release after panic failed", "key", KeyRef(key), "err", rerr)
+			ev.Err = errors.New("function panicked")
+			if rerr := g.release(ctx, key, token, ev); rerr != nil {
+				ev.Err = fmt.Errorf("function panicked; %w", rerr)
 			}
 		}
 	}()
@@ -269,8 +406,11 @@ func (g *Guard) invoke(ctx context.Context, key, token string, fn Func) (result 
 }
 
 // release gives the key back after failed work.
-func (g *Guard) release(ctx context.Context, key, token string) error {
-	if err := g.store.Release(context.WithoutCancel(ctx), key, token); err != nil {
+func (g *Guard) release(ctx context.Context, key, token string, ev *Event) error {
+	_, err := timed(ev, func() (struct{}, error) {
+		return struct{}{}, g.store.Release(context.WithoutCancel(ctx), key, token)
+	})
+	if err != nil {
 		return fmt.Errorf("release %s: %w", KeyRef(key), err)
 	}
 	return nil
@@ -280,16 +420,19 @@ func (g *Guard) release(ctx context.Context, key, token string) error {
 // Only a transient failure (ErrStoreUnavailable) may fail open: a
 // permanent one would fail the same way on every retry, and running
 // unguarded each time would let a client bypass idempotency at will.
-func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error) (Outcome, error) {
+func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error, ev *Event) (Outcome, error) {
+	ev.Outcome, ev.Err = OutcomeStoreError, claimErr
 	if !g.cfg.FailOpen || !errors.Is(claimErr, ErrStoreUnavailable) {
 		return Outcome{}, claimErr
 	}
-	g.cfg.Logger.Warn("dedupe: store failed, running unguarded (fail open)", "err", claimErr)
+	start := time.Now()
 	result, err := fn(ctx)
+	ev.HandlerLatency = time.Since(start)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Result: result}, fmt.Errorf("%w: %w", ErrRanUnguarded, claimErr)
+	ev.Err = fmt.Errorf("%w: %w", ErrRanUnguarded, claimErr)
+	return Outcome{Result: result}, ev.Err
 }
 
 // lease returns the lease for a claim at now: the time left until the

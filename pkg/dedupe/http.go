@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,7 +48,8 @@ const DefaultMaxBodyBytes = 1 << 20
 //	                    └── error or panic ────────────► key released, error / panic
 //	  completed, same fingerprint ─────────────────────► replay + Idempotent-Replayed: true
 //	  completed, response was too large to keep ───────► 409 response unavailable
-//	  in progress ─────────────────────────────────────► 409 + Retry-After (lease left)
+//	  in progress ── Config.Wait and it finishes? ─────► the replay, after waiting
+//	             └─ else ──────────────────────────────► 409 + Retry-After (a hint, see ConflictError)
 //	  different fingerprint (running or stranded) ─────► 422
 //	  store unavailable ── Config.FailOpen? ── no ─────► 503 + Retry-After, handler not run
 //	                                        └─ yes ────► handler, unguarded (logged)
@@ -104,8 +107,14 @@ type HTTPConfig struct {
 	// again. Nil means DefaultKeep.
 	Keep func(status int) bool
 
-	// Logger receives warnings: store failures, results that could not be
-	// stored, failed releases. Nil means no logging.
+	// OnReplay, when set, may adjust every replayed response before it is
+	// sent, for example to add a header. It sees a copy: the stored
+	// record is not changed.
+	OnReplay func(ctx context.Context, r *Result)
+
+	// Logger receives the adapter's warning when it is built with
+	// SharedScope. Nil means the guard's Config.Logger, which also
+	// receives the one event of every guarded request; set that one.
 	Logger *slog.Logger
 
 	// KeyHeader names the request header (case-insensitive) that carries
@@ -199,8 +208,10 @@ type httpCore struct {
 	fpHeaders  []string // lower case
 	maxBody    int64
 	keep       func(Result) bool
+	onReplay   func(context.Context, *Result)
 	log        *slog.Logger
 	opts       httpOptions
+	typical    routeDurations
 }
 
 func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
@@ -215,6 +226,7 @@ func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 		route:      c.Route,
 		principal:  c.Principal,
 		shared:     c.SharedScope,
+		onReplay:   c.OnReplay,
 		maxBody:    c.MaxBodyBytes,
 		log:        c.Logger,
 	}
@@ -241,7 +253,7 @@ func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 	}
 	core.keep = func(r Result) bool { return keep(r.StatusCode) }
 	if core.log == nil {
-		core.log = slog.New(slog.DiscardHandler)
+		core.log = g.cfg.Logger
 	}
 	core.opts = newHTTPOptions(&c)
 	if core.shared {
@@ -270,30 +282,37 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	} else {
 		route = ev.route()
 	}
+	e := Event{Route: route}
+	// refuse answers a request the guard never saw, with its one event.
+	refuse := func(outcome, problem string, err error) (Result, bool, error) {
+		res := problemResult(problem, 0)
+		e.Outcome, e.Status, e.Err = outcome, res.StatusCode, err
+		c.g.emit(ctx, e)
+		return res, true, nil
+	}
 	if route == "" {
-		c.log.Error("dedupe: request refused: HTTPConfig.Route returned an empty route")
-		return problemResult(ProblemInternal, 0), true, nil
+		return refuse(OutcomeInvalidRequest, ProblemInternal, errEmptyRoute)
 	}
 	raw, n := c.opts.keyValue(ev)
 	switch {
 	case n == 0 && c.requireKey != nil && c.requireKey(route):
-		return problemResult(ProblemKeyMissing, 0), true, nil
+		return refuse(OutcomeMissingKey, ProblemKeyMissing, nil)
 	case n == 0:
 		_, err := run(ctx, false)
 		return Result{}, false, err
 	case n > 1:
-		return problemResult(ProblemKeyInvalid, 0), true, nil
+		return refuse(OutcomeInvalidKey, ProblemKeyInvalid, errRepeatedKey)
 	}
 	key, err := c.opts.parseKey(raw)
 	if err != nil {
-		return problemResult(ProblemKeyInvalid, 0), true, nil
+		return refuse(OutcomeInvalidKey, ProblemKeyInvalid, err)
 	}
 	body, tooLarge, err := ev.body(c.maxBody)
 	switch {
 	case tooLarge:
-		return problemResult(ProblemBodyTooLarge, 0), true, nil
+		return refuse(OutcomeInvalidRequest, ProblemBodyTooLarge, nil)
 	case err != nil:
-		return problemResult(ProblemBodyUnreadable, 0), true, nil
+		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, err)
 	}
 	fpBody, err := c.opts.fingerprintBody(ev.raw(), body)
 	if err != nil {
@@ -302,8 +321,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 
 	principal := c.principal(ev.raw())
 	if principal == "" && !c.shared {
-		c.log.Error("dedupe: request refused: no principal", "route", route, "err", ErrNoPrincipal)
-		return problemResult(ProblemInternal, 0), true, nil
+		return refuse(OutcomeInvalidRequest, ProblemInternal, ErrNoPrincipal)
 	}
 	call := Call{
 		Key:         scopeKey(ev.scope(), route, principal, key),
@@ -313,56 +331,94 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	var ran bool
 	var handlerErr error
-	out, err := c.g.Do(ctx, call, func(ctx context.Context) (Result, error) {
-		ran = true
-		r, err := run(ctx, true)
-		handlerErr = err
-		return r, err
+	c.g.observe(ctx, &e, func() (Outcome, error) {
+		out, gerr := c.g.do(ctx, call, func(ctx context.Context) (Result, error) {
+			ran = true
+			r, err := run(ctx, true)
+			handlerErr = err
+			e.Status = r.StatusCode
+			return r, err
+		}, &e)
+		res, respond, err = c.decide(ctx, route, out, gerr, ran, handlerErr, &e)
+		return out, gerr
 	})
-	return c.decide(call.Key, out, err, ran, handlerErr)
+	return res, respond, err
 }
 
-// decide turns the guard's answer into the adapter's.
-func (c *httpCore) decide(key string, out Outcome, err error, ran bool, handlerErr error) (Result, bool, error) {
-	ref := KeyRef(c.g.Key(key))
+// Errors of requests refused before the guard, for the log only.
+var (
+	errEmptyRoute  = errors.New("dedupe: HTTPConfig.Route returned an empty route")
+	errRepeatedKey = errors.New("dedupe: Idempotency-Key header repeated")
+)
+
+// decide turns the guard's answer into the adapter's, and notes the
+// status answered in e.
+func (c *httpCore) decide(ctx context.Context, route string, out Outcome, err error, ran bool, handlerErr error, e *Event) (Result, bool, error) {
 	if handlerErr != nil {
-		if err != nil && !errors.Is(err, handlerErr) {
-			c.log.Warn("dedupe: release after handler error failed", "key", ref, "err", err)
-		}
+		e.Status = http.StatusInternalServerError // what API Gateway answers an invoke error
 		return Result{}, false, handlerErr
 	}
 	if ran {
-		if err != nil {
-			// ErrNotStored, ErrResultTooLarge or ErrRanUnguarded: the
-			// handler's real response still goes to the client.
-			c.log.Warn("dedupe: response not recorded", "key", ref, "err", err)
-		}
+		// Also with ErrNotStored, ErrResultTooLarge or ErrRanUnguarded
+		// (in e): the handler's real response goes to the client.
+		c.typical.observe(route, e.HandlerLatency)
 		return Result{}, false, nil
 	}
 	var conflict *ConflictError
+	var res Result
 	switch {
 	case err == nil:
-		res := out.Result
+		res = out.Result
 		if res.Headers == nil {
 			res.Headers = make(map[string][]string, 1)
 		}
 		res.Headers[HeaderReplayed] = []string{"true"}
-		return res, true, nil
+		if c.onReplay != nil {
+			c.onReplay(ctx, &res)
+		}
 	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
-		return problemResult(ProblemInProgress, conflict.RetryAfter(c.g.Now())), true, nil
+		res = problemResult(ProblemInProgress, conflict.RetryAfterHint(c.g.Now(), c.typical.get(route)))
 	case errors.As(err, &conflict):
-		return problemResult(ProblemKeyReused, 0), true, nil
+		res = problemResult(ProblemKeyReused, 0)
 	case errors.Is(err, ErrResultOmitted):
-		return problemResult(ProblemResultUnavailable, 0), true, nil
+		res = problemResult(ProblemResultUnavailable, 0)
 	case errors.Is(err, ErrStoreUnavailable):
-		c.log.Warn("dedupe: store unavailable, request refused (fail closed)", "key", ref, "err", err)
-		return problemResult(ProblemStoreUnavailable, storeRetryAfter), true, nil
+		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
 	default:
 		// A permanent failure would fail the same way on every retry: it
 		// is ours, not the client's, and no reason to invite retries.
-		c.log.Error("dedupe: store error, request refused", "key", ref, "err", err)
-		return problemResult(ProblemInternal, 0), true, nil
+		res = problemResult(ProblemInternal, 0)
 	}
+	e.Status = res.StatusCode
+	return res, true, nil
+}
+
+// routeDurations keeps, per route, a moving average of how long the
+// handler takes: what a 409's Retry-After is based on.
+type routeDurations struct{ m sync.Map } // route -> *atomic.Int64 (ns)
+
+// observe folds one handler duration into route's average (weight 1/4).
+func (r *routeDurations) observe(route string, d time.Duration) {
+	v, _ := r.m.LoadOrStore(route, new(atomic.Int64))
+	avg := v.(*atomic.Int64)
+	for {
+		old := avg.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/4
+		}
+		if avg.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// get returns route's average, 0 when none was seen.
+func (r *routeDurations) get(route string) time.Duration {
+	if v, ok := r.m.Load(route); ok {
+		return time.Duration(v.(*atomic.Int64).Load())
+	}
+	return 0
 }
 
 // fingerprint hashes what identifies a request: method, route, target,

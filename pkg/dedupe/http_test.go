@@ -764,8 +764,8 @@ func behaviours() []scenario {
 			{req: req, status: 422, problem: dedupe.ProblemKeyReused, runs: 1},
 			{req: req.with(func(r *request) { r.headers = map[string]string{"X-Account-Region": "eu"} }), status: 201, replayed: true, runs: 1, sameAs: 1},
 		}},
-		{name: "duplicate while in flight is 409 with the lease left", steps: []step{
-			{req: req, status: 201, runs: 1, during: &step{advance: 100 * time.Second, req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "200", runs: 1}},
+		{name: "duplicate while in flight is 409 with a short Retry-After", steps: []step{
+			{req: req, status: 201, runs: 1, during: &step{advance: 100 * time.Second, req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "1", runs: 1}},
 			{req: req, status: 201, replayed: true, runs: 1, sameAs: 1},
 		}},
 		{name: "in-flight duplicate with a different body is 422", steps: []step{
@@ -805,7 +805,7 @@ func behaviours() []scenario {
 		}},
 		{name: "response that could not be recorded is still answered", faults: func(f *faultyStore) { f.completeErr = errStoreDown }, steps: []step{
 			{req: req, status: 201, runs: 1},
-			{req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "300", runs: 1},
+			{req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "1", runs: 1},
 		}},
 		{name: "handler error releases the key", handler: func(run int32, body []byte) (reply, error) {
 			if run == 1 {
