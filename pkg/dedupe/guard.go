@@ -49,6 +49,8 @@ type Outcome struct {
 	// result for replay.
 	Stored bool
 	// Record is the record claimed (fresh run) or found (duplicate).
+	// After a fresh run it is the IN_PROGRESS record as claimed (no
+	// result, the claim's lease), not the completed one.
 	Record Record
 }
 
