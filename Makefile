@@ -26,6 +26,9 @@ DEPS_STAMP := localtest/node_modules/.make-deps.stamp
 # dynalite for it unless the variable is already set. It is built rather
 # than `go run` so that CMD's exit code and SIGTERM pass through unchanged.
 WITHDYNALITE := build/bin/withdynalite
+# withservers does the same for DATABASE_URL (a throwaway PostgreSQL
+# cluster) and REDIS_URL (redis-server without persistence).
+WITHSERVERS  := build/bin/withservers
 RIE          := build/bin/aws-lambda-rie
 
 # go_build builds ./functions/$(1) for GOOS $(2) and GOARCH $(3) into $(4):
@@ -42,28 +45,42 @@ HOST_GOARCH   := $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps test bench build build-local run deploy clean fmt vet lint rie withdynalite FORCE \
+.PHONY: help deps test bench build build-local run deploy clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[A-Za-z_-]+:.*## / { printf "  %-22s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-deps: $(DEPS_STAMP) ## install dynalite (npm ci, only when needed) and download Go modules
+deps: $(DEPS_STAMP) ## install dynalite (npm ci, only when needed) and download Go modules; redis-server and pgbouncer too, as root on Debian
 	$(GO) mod download
+	@missing=; \
+	  command -v redis-server >/dev/null || command -v valkey-server >/dev/null || missing=" redis-server"; \
+	  command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
+	  if [ -z "$$missing" ]; then :; \
+	  elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
+	  else echo "make deps: missing$$missing; install with: sudo apt-get install -y$$missing"; fi
 
 $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 	$(NPM) ci --prefix localtest --no-audit --no-fund
 	touch $@
 
-test: deps withdynalite ## go vet, then go test -race of PKG (default ./...) against a fresh in-memory dynalite
+test: deps withdynalite withservers ## go vet, then go test -race of PKG (default ./...) against fresh dynalite, PostgreSQL and Redis
 	$(GO) vet ./...
-	$(WITHDYNALITE) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
+	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
 
-bench: deps withdynalite ## run the benchmarks of PKG (BENCH selects) against a fresh in-memory dynalite
-	$(WITHDYNALITE) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKG)
+# BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
+# its report (the stores' round trips and floors among them).
+BENCH_PKG ?= ./pkg/...
+
+bench: deps withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
+	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
+	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
 withdynalite:
 	$(GO) build -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
+
+withservers:
+	$(GO) build -o $(WITHSERVERS) ./localtest/cmd/withservers
 
 build: $(LAMBDA_BINS) ## build the functions for Lambda (linux/arm64) into build/<function>/bootstrap
 	@ls -lh $^ | awk '{ printf "  %6s  %s\n", $$5, $$NF }'

@@ -13,7 +13,6 @@ import (
 
 	"github.com/lambda-dedupe/dedupe/functions/api/internal/payments"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
-	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 func main() {
@@ -26,7 +25,7 @@ func main() {
 		log.Fatalf("api: load AWS config: %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	store, err := dynamostore.New(db, dynamostore.Options{Table: s.IdempotencyTable})
+	store, err := newStore(context.Background(), s, db)
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}

@@ -15,9 +15,16 @@ func TestLoadSettings(t *testing.T) {
 		want    settings
 		wantErr []string // substrings of the error
 	}{
-		{"defaults", base, settings{IdempotencyTable: "idem", PaymentsTable: "payments", Retention: 24 * time.Hour, Level: slog.LevelInfo}, nil},
+		{"defaults", base, settings{Store: "dynamodb", IdempotencyTable: "idem", PaymentsTable: "payments", Retention: 24 * time.Hour, Level: slog.LevelInfo}, nil},
 		{"all set", map[string]string{"IDEMPOTENCY_TABLE": "i", "PAYMENTS_TABLE": "p", "RETENTION": "90m", "LOG_LEVEL": "debug"},
-			settings{IdempotencyTable: "i", PaymentsTable: "p", Retention: 90 * time.Minute, Level: slog.LevelDebug}, nil},
+			settings{Store: "dynamodb", IdempotencyTable: "i", PaymentsTable: "p", Retention: 90 * time.Minute, Level: slog.LevelDebug}, nil},
+		{"redis", map[string]string{"DEDUPE_STORE": "redis", "REDIS_URL": "redis://127.0.0.1:6379/0", "PAYMENTS_TABLE": "p"},
+			settings{Store: "redis", RedisURL: "redis://127.0.0.1:6379/0", PaymentsTable: "p", Retention: 24 * time.Hour, Level: slog.LevelInfo}, nil},
+		{"postgres", map[string]string{"DEDUPE_STORE": "postgres", "DATABASE_URL": "postgres://u@127.0.0.1/db", "PAYMENTS_TABLE": "p"},
+			settings{Store: "postgres", DatabaseURL: "postgres://u@127.0.0.1/db", PaymentsTable: "p", Retention: 24 * time.Hour, Level: slog.LevelInfo}, nil},
+		{"redis without URL", map[string]string{"DEDUPE_STORE": "redis", "PAYMENTS_TABLE": "p"}, settings{}, []string{"REDIS_URL"}},
+		{"postgres without URL", map[string]string{"DEDUPE_STORE": "postgres", "PAYMENTS_TABLE": "p"}, settings{}, []string{"DATABASE_URL"}},
+		{"unknown store", map[string]string{"DEDUPE_STORE": "mongo", "PAYMENTS_TABLE": "p"}, settings{}, []string{"DEDUPE_STORE"}},
 		{"nothing set", map[string]string{}, settings{}, []string{"IDEMPOTENCY_TABLE", "PAYMENTS_TABLE"}},
 		{"bad values", map[string]string{"IDEMPOTENCY_TABLE": "i", "PAYMENTS_TABLE": "p", "RETENTION": "-1h", "LOG_LEVEL": "LOUD"},
 			settings{}, []string{"RETENTION", "LOG_LEVEL"}},

@@ -1,0 +1,31 @@
+// Command bench measures dedupe in one run, side by side, and prints a
+// table a user can trust on a noisy machine: wherever absolute figures
+// would mostly measure the machine, it reports ratios taken in the same
+// run.
+//
+// It measures:
+//
+//   - the guard's in-process overhead through the HTTP API adapter over
+//     memstore (testing.Benchmark): ns/op and allocs/op for a fresh
+//     request, a replay and a replay from the warm-container cache;
+//   - against DynamoDB (AWS_ENDPOINT_URL_DYNAMODB, else a dynalite it
+//     starts): p50/p99 latency, throughput and DynamoDB calls per request
+//     for a bare handler and the same handler guarded, for fresh requests,
+//     replays (cache off and on) and in-flight conflicts; the ratio of a
+//     guarded fresh request's extra latency to two raw DynamoDB writes
+//     (the claim's PutItem and the completion's UpdateItem, made by hand
+//     in the same run);
+//   - waited duplicates: 100 concurrent requests on one key whose handler
+//     takes 50 ms, with Config.Wait on: how many got the 201 replay, and
+//     the most extra reads any of them made;
+//   - calls per replay on moto_server, which returns the item with a
+//     failed condition as DynamoDB does, when moto_server is on the PATH
+//     (it says so when it is not);
+//   - through the local stack (the gateway and the api function's real
+//     bootstrap under the Lambda Runtime Interface Emulator): requests/s
+//     and p99 of fresh and replayed payments at 1, 4 and 8 clients, the
+//     cold start of a new environment, and the size of the linux/arm64
+//     bootstrap.
+//
+// Flags: -out (build/bench) and -n (requests per latency scenario, 300).
+package main

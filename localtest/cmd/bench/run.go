@@ -1,0 +1,463 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+	"github.com/lambda-dedupe/dedupe/pkg/memstore"
+)
+
+// Report is everything one run measured; bench.json holds it.
+type Report struct {
+	When      time.Time   `json:"when"`
+	Server    string      `json:"server"`
+	InProcess []InProcess `json:"inProcess"`
+	Latency   []Latency   `json:"latency"`
+	// OverFloor is a guarded fresh request's extra latency (p50 over the
+	// bare handler's) divided by the p50 of the two raw writes it makes.
+	OverFloor float64 `json:"overFloor"`
+	Waited    Waited  `json:"waited"`
+	Moto      string  `json:"moto"`
+	Stack     Stack   `json:"stack"`
+}
+
+// InProcess is one testing.Benchmark result.
+type InProcess struct {
+	Name     string  `json:"name"`
+	NsPerOp  float64 `json:"nsPerOp"`
+	AllocsOp int64   `json:"allocsPerOp"`
+}
+
+// Latency is one scenario against the DynamoDB endpoint.
+type Latency struct {
+	Name        string  `json:"name"`
+	P50ms       float64 `json:"p50ms"`
+	P99ms       float64 `json:"p99ms"`
+	PerSecond   float64 `json:"perSecond"`
+	CallsPerReq float64 `json:"callsPerRequest"`
+}
+
+// Waited is the waiting-duplicates scenario.
+type Waited struct {
+	Requests      int `json:"requests"`
+	Replays       int `json:"replays"`
+	Conflicts     int `json:"conflicts"`
+	MaxExtraReads int `json:"maxExtraReads"`
+}
+
+func run(ctx context.Context, outDir string, n int, w io.Writer) error {
+	rep := Report{When: time.Now().UTC()}
+	rep.InProcess = inProcess()
+
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	rep.Server = endpoint
+	if endpoint == "" {
+		srv, err := dynalite.Start(ctx, dynalite.Options{})
+		if err != nil {
+			return fmt.Errorf("start dynalite: %w", err)
+		}
+		defer srv.Stop()
+		endpoint, rep.Server = srv.Endpoint(), "dynalite (started by bench)"
+	}
+	calls := &counter{}
+	client := newClient(endpoint, calls)
+	table, err := createTable(ctx, client)
+	if err != nil {
+		return err
+	}
+	if rep.Latency, rep.OverFloor, err = latencies(ctx, client, calls, table, n); err != nil {
+		return err
+	}
+	if rep.Waited, err = waited(ctx, client, table); err != nil {
+		return err
+	}
+	rep.Moto = motoReplay(ctx)
+	if rep.Stack, err = stack(ctx, endpoint, client); err != nil {
+		return fmt.Errorf("local stack: %w", err)
+	}
+
+	print(w, rep)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(outDir, "bench.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := chart(rep, filepath.Join(outDir, "bench.png")); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	fmt.Fprintf(w, "\nwrote %s and %s\n", filepath.Join(outDir, "bench.json"), filepath.Join(outDir, "bench.png"))
+	return nil
+}
+
+// counter counts DynamoDB API calls made through a client.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.n.Add(1)
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	})
+}
+
+func newClient(endpoint string, calls *counter) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "bench"}, nil
+		}),
+	}, calls.option)
+}
+
+// createTable creates template.yaml's IdempotencyTable under a fresh name.
+func createTable(ctx context.Context, c *dynamodb.Client) (string, error) {
+	path, err := infra.FindTemplate()
+	if err != nil {
+		return "", err
+	}
+	name := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name}})
+	if err != nil {
+		return "", err
+	}
+	all, err := infra.Tables(tpl)
+	if err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(all, func(t infra.Table) bool { return t.LogicalID == "IdempotencyTable" })
+	if i < 0 {
+		return "", errors.New("template.yaml declares no IdempotencyTable")
+	}
+	if _, err := infra.EnsureTables(ctx, c, all[i:i+1]); err != nil {
+		return "", fmt.Errorf("create table: %w", err)
+	}
+	return name, nil
+}
+
+// request is the event every scenario sends, with key set per request.
+func request(key string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		RouteKey: "POST /payments", RawPath: "/payments",
+		Headers: map[string]string{"idempotency-key": key, "content-type": "application/json"},
+		Body:    `{"amount":1250,"currency":"EUR","source":"tok_visa"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			APIID: "bench", Stage: "$default", RouteKey: "POST /payments",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"iss": "https://issuer", "sub": "alice"}},
+			},
+		},
+	}
+}
+
+type handler = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+func bare(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"},
+		Body: `{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`}, nil
+}
+
+// inProcess measures the adapter and guard over memstore.
+func inProcess() []InProcess {
+	mk := func(cache bool) handler {
+		cfg := &dedupe.Config{}
+		if cache {
+			cfg.Cache = dedupe.NewCache(0, 0)
+		}
+		return dedupe.HTTPAPI(dedupe.New(memstore.New(), cfg), nil, bare)
+	}
+	bench := func(name string, f func(b *testing.B)) InProcess {
+		r := testing.Benchmark(f)
+		return InProcess{Name: name, NsPerOp: float64(r.T.Nanoseconds()) / float64(r.N), AllocsOp: r.AllocsPerOp()}
+	}
+	ctx := context.Background()
+	return []InProcess{
+		bench("bare handler", func(b *testing.B) {
+			req := request("k")
+			b.ReportAllocs()
+			for b.Loop() {
+				bare(ctx, req)
+			}
+		}),
+		bench("fresh (memstore)", func(b *testing.B) {
+			h := mk(false)
+			reqs := make([]events.APIGatewayV2HTTPRequest, b.N)
+			for i := range reqs {
+				reqs[i] = request("k-" + strconv.Itoa(i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				h(ctx, reqs[i])
+			}
+		}),
+		bench("replay (memstore)", func(b *testing.B) {
+			h := mk(false)
+			req := request("k")
+			h(ctx, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				h(ctx, req)
+			}
+		}),
+		bench("cached replay", func(b *testing.B) {
+			h := mk(true)
+			req := request("k")
+			h(ctx, req)
+			b.ReportAllocs()
+			for b.Loop() {
+				h(ctx, req)
+			}
+		}),
+	}
+}
+
+// measure sends n requests made by next through h, one at a time, and
+// returns the latency figures and calls per request.
+func measure(ctx context.Context, name string, n int, calls *counter, h handler, next func(i int) events.APIGatewayV2HTTPRequest) Latency {
+	lat := make([]time.Duration, n)
+	before := calls.n.Load()
+	start := time.Now()
+	for i := range n {
+		t := time.Now()
+		h(ctx, next(i))
+		lat[i] = time.Since(t)
+	}
+	total := time.Since(start)
+	slices.Sort(lat)
+	return Latency{
+		Name:        name,
+		P50ms:       ms(lat[n/2]),
+		P99ms:       ms(lat[min(n-1, n*99/100)]),
+		PerSecond:   float64(n) / total.Seconds(),
+		CallsPerReq: float64(calls.n.Load()-before) / float64(n),
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// latencies runs the scenarios against the endpoint, all in this run.
+func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table string, n int) ([]Latency, float64, error) {
+	store, err := dynamostore.New(c, dynamostore.Options{Table: table})
+	if err != nil {
+		return nil, 0, err
+	}
+	guarded := func(cfg *dedupe.Config) handler { return dedupe.HTTPAPI(dedupe.New(store, cfg), nil, bare) }
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	keyed := func(prefix string) func(int) events.APIGatewayV2HTTPRequest {
+		return func(i int) events.APIGatewayV2HTTPRequest { return request(prefix + run + "-" + strconv.Itoa(i)) }
+	}
+	same := func(key string) func(int) events.APIGatewayV2HTTPRequest {
+		return func(int) events.APIGatewayV2HTTPRequest { return request(key + run) }
+	}
+
+	var out []Latency
+	out = append(out, measure(ctx, "bare handler", n, calls, bare, keyed("b")))
+	// The floor: the two writes a fresh request makes, by hand.
+	raw := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		k := &types.AttributeValueMemberS{Value: "raw#" + req.Headers["idempotency-key"]}
+		// The same item a claim writes (into the inflight index too), and
+		// the same update a completion makes (out of it again).
+		num := func(v int64) types.AttributeValue {
+			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+		}
+		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+		now := time.Now()
+		c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"pk": k, "status": str("IN_PROGRESS"), "fingerprint": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
+			"owner": str("OWNERTOKEN0123456789ABCDEF"), "lease_expires_at": num(now.Add(time.Minute).UnixMilli()),
+			"expires_at": num(now.Add(25 * time.Hour).Unix()), "created_at": num(now.UnixMilli()), "updated_at": num(now.UnixMilli()),
+			"inflight_shard": num(3)},
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": k},
+			UpdateExpression:         aws.String("SET #s = :c, res_status = :rs, res_body = :rb REMOVE inflight_shard"),
+			ConditionExpression:      aws.String("#o = :o"),
+			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": str("COMPLETED"), ":rs": num(201), ":o": str("OWNERTOKEN0123456789ABCDEF"),
+				":rb": &types.AttributeValueMemberB{Value: []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)}}})
+		return bare(ctx, req)
+	}
+	out = append(out, measure(ctx, "two raw writes (floor)", n, calls, raw, keyed("r")))
+	out = append(out, measure(ctx, "guarded fresh", n, calls, guarded(nil), keyed("f")))
+	h := guarded(nil)
+	h(ctx, same("replay")(0))
+	out = append(out, measure(ctx, "guarded replay, cache off", n, calls, h, same("replay")))
+	hc := guarded(&dedupe.Config{Cache: dedupe.NewCache(0, 0)})
+	hc(ctx, same("cached")(0))
+	out = append(out, measure(ctx, "guarded replay, cache on", n, calls, hc, same("cached")))
+	// A conflict: the key is held in flight by an owner that waits until
+	// the scenario is over.
+	hold := "held" + run
+	g := dedupe.New(store, nil)
+	release, held, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		dedupe.HTTPAPI(g, nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			close(held)
+			<-release
+			return bare(ctx, request(hold))
+		})(ctx, request(hold))
+	}()
+	<-held
+	out = append(out, measure(ctx, "conflict (409)", n, calls, guarded(nil), func(int) events.APIGatewayV2HTTPRequest { return request(hold) }))
+	close(release)
+	<-done
+
+	byName := map[string]Latency{}
+	for _, l := range out {
+		byName[l.Name] = l
+	}
+	floor := byName["two raw writes (floor)"].P50ms - byName["bare handler"].P50ms
+	over := 0.0
+	if floor > 0 {
+		over = (byName["guarded fresh"].P50ms - byName["bare handler"].P50ms) / floor
+	}
+	return out, over, nil
+}
+
+// waited sends 100 concurrent requests on one key, whose handler takes
+// 50 ms, through guards with Config.Wait.
+func waited(ctx context.Context, c *dynamodb.Client, table string) (Waited, error) {
+	store, err := dynamostore.New(c, dynamostore.Options{Table: table})
+	if err != nil {
+		return Waited{}, err
+	}
+	const n = 100
+	key := "wait-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var mu sync.Mutex
+	res := Waited{Requests: n}
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ev dedupe.Event
+			g := dedupe.New(store, &dedupe.Config{Wait: 2 * time.Second, OnOutcome: func(_ context.Context, e dedupe.Event) { ev = e }})
+			h := dedupe.HTTPAPI(g, nil, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs.Add(1)
+				time.Sleep(50 * time.Millisecond)
+				return bare(ctx, req)
+			})
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			resp, _ := h(dctx, request(key))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case resp.StatusCode == 201 && resp.Headers[dedupe.HeaderReplayed] == "true":
+				res.Replays++
+				res.MaxExtraReads = max(res.MaxExtraReads, ev.StoreCalls-1)
+			case resp.StatusCode == 409:
+				res.Conflicts++
+				res.MaxExtraReads = max(res.MaxExtraReads, ev.StoreCalls-1)
+			}
+		}()
+	}
+	wg.Wait()
+	if runs.Load() != 1 {
+		return res, fmt.Errorf("waited: the handler ran %d times, want 1", runs.Load())
+	}
+	return res, nil
+}
+
+// motoReplay counts the DynamoDB calls of a replay on moto_server, when
+// it is installed.
+func motoReplay(ctx context.Context) string {
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		return "moto_server not on PATH: not measured (pip install 'moto[server]')"
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "no free port: " + err.Error()
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.CommandContext(ctx, bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		return "moto_server did not start: " + err.Error()
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; ; i++ {
+		if conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			conn.Close()
+			break
+		}
+		if i == 100 {
+			return "moto_server did not answer on " + addr
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	calls := &counter{}
+	c := newClient("http://"+addr, calls)
+	table, err := createTable(ctx, c)
+	if err != nil {
+		return "moto: " + err.Error()
+	}
+	store, err := dynamostore.New(c, dynamostore.Options{Table: table})
+	if err != nil {
+		return "moto: " + err.Error()
+	}
+	h := dedupe.HTTPAPI(dedupe.New(store, nil), nil, bare)
+	before := calls.n.Load()
+	h(ctx, request("moto"))
+	fresh := calls.n.Load() - before
+	before = calls.n.Load()
+	h(ctx, request("moto"))
+	return fmt.Sprintf("moto_server: a fresh request costs %d calls, a replay %d (the item comes back with the failed condition)", fresh, calls.n.Load()-before)
+}
+
+// print writes the report as a table.
+func print(w io.Writer, r Report) {
+	fmt.Fprintf(w, "dedupe bench, %s, server: %s\n\n", r.When.Format(time.RFC3339), r.Server)
+	fmt.Fprintln(w, "In process, HTTP API adapter over memstore (testing.Benchmark):")
+	fmt.Fprintf(w, "  %-28s %12s %10s\n", "scenario", "ns/op", "allocs/op")
+	for _, p := range r.InProcess {
+		fmt.Fprintf(w, "  %-28s %12.0f %10d\n", p.Name, p.NsPerOp, p.AllocsOp)
+	}
+	fmt.Fprintln(w, "\nAgainst the DynamoDB endpoint, one request at a time:")
+	fmt.Fprintf(w, "  %-28s %9s %9s %9s %12s\n", "scenario", "p50 ms", "p99 ms", "req/s", "calls/req")
+	for _, l := range r.Latency {
+		fmt.Fprintf(w, "  %-28s %9.2f %9.2f %9.0f %12.2f\n", l.Name, l.P50ms, l.P99ms, l.PerSecond, l.CallsPerReq)
+	}
+	fmt.Fprintf(w, "\nGuarded fresh request over its floor: %.2fx the latency of its two raw writes (p50, same run)\n", r.OverFloor)
+	fmt.Fprintf(w, "Waited duplicates (100 concurrent on one key, 50 ms handler, Wait 2s): 1 ran, %d of its %d duplicates got the 201 replay (%.0f%%), %d got 409, at most %d extra reads each\n",
+		r.Waited.Replays, r.Waited.Requests-1, 100*float64(r.Waited.Replays)/float64(r.Waited.Requests-1), r.Waited.Conflicts, r.Waited.MaxExtraReads)
+	fmt.Fprintln(w, r.Moto)
+	fmt.Fprintln(w, "\nThrough the local stack (gateway, api bootstrap under the runtime emulator, up to 8 environments):")
+	fmt.Fprintf(w, "  %-12s %-8s %9s %9s\n", "concurrency", "kind", "req/s", "p99 ms")
+	for _, s := range r.Stack.Runs {
+		fmt.Fprintf(w, "  %-12d %-8s %9.0f %9.1f\n", s.Concurrency, s.Kind, s.PerSecond, s.P99ms)
+	}
+	fmt.Fprintf(w, "  cold start of a new api environment: %.0f ms on average, %.0f ms at worst\n", r.Stack.ColdStartMs, r.Stack.ColdStartMaxMs)
+	fmt.Fprintf(w, "  linux/arm64 bootstrap: %.1f MiB\n", float64(r.Stack.BootstrapBytes)/(1<<20))
+}

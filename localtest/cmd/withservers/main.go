@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/lambda-dedupe/dedupe/localtest/pgtest"
+	"github.com/lambda-dedupe/dedupe/localtest/redistest"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// server is one server withservers may start.
+type server struct {
+	name  string // for messages
+	env   string // the variable that names it
+	start func(ctx context.Context, out io.Writer) (url string, stop func() error, err error)
+}
+
+// servers are the servers withservers provides, in start order.
+var servers = []server{
+	{"postgres", pgtest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+		s, err := pgtest.Start(ctx, pgtest.Options{Output: out})
+		if err != nil {
+			return "", nil, err
+		}
+		return s.URL(), s.Stop, nil
+	}},
+	{"redis-server", redistest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+		s, err := redistest.Start(ctx, redistest.Options{Output: out})
+		if err != nil {
+			return "", nil, err
+		}
+		return s.URL(), s.Stop, nil
+	}},
+}
+
+// run implements the command and returns its exit code.
+func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("withservers", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verbose := fs.Bool("v", false, "copy the servers' output to standard error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: withservers [-v] -- CMD [ARGS...]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+
+	// Take SIGINT and SIGTERM from now on: the servers must be stopped
+	// whatever ends the run. They are passed on to CMD once it runs.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	var out io.Writer
+	if *verbose {
+		out = stderr
+	}
+	for _, srv := range servers {
+		if u := getenv(env, srv.env); u != "" {
+			fmt.Fprintf(stderr, "withservers: using %s from the environment\n", srv.env)
+			continue
+		}
+		url, stop, err := startServer(srv, out)
+		if err != nil {
+			fmt.Fprintf(stderr, "withservers: %s not started, %s left unset: %v\n", srv.name, srv.env, err)
+			continue
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(stderr, "withservers: stop %s: %v\n", srv.name, err)
+			}
+		}()
+		env = setenv(env, srv.env, url)
+		fmt.Fprintf(stderr, "withservers: %s listening, %s=%s\n", srv.name, srv.env, url)
+	}
+
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "withservers: %v\n", err)
+		return 127
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig)
+		case err := <-done:
+			return exitCode(err, stderr)
+		}
+	}
+}
+
+// startServer starts srv, giving up early on SIGINT or SIGTERM.
+func startServer(srv server, out io.Writer) (string, func() error, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return srv.start(ctx, out)
+}
+
+// exitCode turns cmd.Wait's error into an exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "withservers: %v\n", err)
+		return 1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// getenv returns the last value of name in env, as os/exec does.
+func getenv(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// setenv returns env with name set to value, dropping earlier values.
+func setenv(env []string, name, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
+}

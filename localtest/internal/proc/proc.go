@@ -1,0 +1,127 @@
+// Package proc provides what the test rig's server packages (redistest,
+// pgtest) share: starting a server process in its own process group, that
+// dies with its parent on Linux, keeping the tail of its output, and
+// stopping it.
+package proc
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// User is a user and group id to run a server as.
+type User struct {
+	Uid, Gid uint32
+}
+
+// Process is one running server process.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd.Wait has returned
+	err  error         // cmd.Wait's result; read only after done is closed
+	log  *Tail
+}
+
+// Start starts cmd in a new process group (on Linux, killed when this
+// process dies), with its output kept in a Tail and copied to out when out
+// is not nil. as, when not nil, runs it as that user (unix only).
+func Start(cmd *exec.Cmd, out io.Writer, as *User) (*Process, error) {
+	p := &Process{cmd: cmd, done: make(chan struct{}), log: &Tail{}}
+	var w io.Writer = p.log
+	if out != nil {
+		w = io.MultiWriter(p.log, out)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = sysProcAttr(as)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err returns how the process exited; call it only after Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Log returns the tail of the process's output.
+func (p *Process) Log() *Tail { return p.log }
+
+// Stop sends sig to the process (not its group, so that a server may shut
+// its children down in order), then SIGKILL to the group after grace, and
+// waits for the process to exit.
+func (p *Process) Stop(sig syscall.Signal, grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(sig)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		killGroup(p.cmd.Process.Pid)
+		<-p.done
+	}
+	// Children left behind (none, normally) go with the group.
+	killGroup(p.cmd.Process.Pid)
+}
+
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Tail keeps the last few kilobytes written to it.
+type Tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4096
+
+// Write implements io.Writer.
+func (t *Tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+// String returns what was kept.
+func (t *Tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// Quote returns the kept output as an error-message suffix naming what
+// wrote it, or "" when there is none.
+func (t *Tail) Quote(what string) string {
+	s := strings.TrimSpace(t.String())
+	if s == "" {
+		return ""
+	}
+	return "\n" + what + " output:\n" + s
+}

@@ -1,0 +1,48 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Migration is the schema of the store's table, as a migration file
+// (migrations/001_dedupe_records.sql) for tools that apply SQL files. It
+// names the table dedupe_records, DefaultTable.
+//
+//go:embed migrations/001_dedupe_records.sql
+var Migration string
+
+// DefaultTable is the table name of Migration, used when Options.Table is
+// empty.
+const DefaultTable = "dedupe_records"
+
+// tableName is what Options.Table may hold: an unquoted identifier, so
+// that the statements and the index names derived from it need no
+// quoting.
+var tableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,39}$`)
+
+// forTable returns sql with DefaultTable replaced by table.
+func forTable(sql, table string) string {
+	return strings.ReplaceAll(sql, DefaultTable, table)
+}
+
+// CreateSchema creates the table (and its indexes) that a Store with
+// Options.Table = table uses, unless they exist: it runs Migration with
+// table in place of dedupe_records. An empty table means DefaultTable.
+// It is one round trip (a multi-statement simple-protocol query), so it
+// also works through PgBouncer.
+func CreateSchema(ctx context.Context, c Client, table string) error {
+	if table == "" {
+		table = DefaultTable
+	}
+	if !tableName.MatchString(table) {
+		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
+	}
+	if _, err := c.Exec(ctx, forTable(Migration, table)); err != nil {
+		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
+	}
+	return nil
+}

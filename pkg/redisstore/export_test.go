@@ -1,0 +1,4 @@
+package redisstore
+
+// Transient exposes transient to the tests.
+var Transient = transient
