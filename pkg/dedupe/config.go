@@ -68,7 +68,7 @@ type Config struct {
 	// each time to the lease a claim at that moment would take (without a
 	// context deadline: DefaultLease). Leases can then stay short where
 	// there is no deadline (containers): set DefaultLease to a few
-	// Heartbeats. Renewals are fenced by the owner token; when one finds
+	// Heartbeats (a beat that comes after the lease ran out finds it lost). Renewals are fenced by the owner token; when one finds
 	// the key taken over, the function's context is cancelled with cause
 	// ErrLeaseLost. They stop, and are waited for, before the guard
 	// records or releases anything. Zero means no renewal. See the README

@@ -16,10 +16,11 @@ import (
 type LeaseExtender interface {
 	// Extend sets the lease of the record for req.Key to req.LeaseUntil
 	// and its expiry to req.ExpiresAt, but only if the record still
-	// carries req.Token, is IN_PROGRESS and has not expired at req.Now.
-	// Otherwise it returns an error wrapping ErrLeaseLost and changes
-	// nothing: the token fences the record, so a renewal can never revive
-	// a key that was taken over, completed or released. Transient
+	// carries req.Token, is IN_PROGRESS, has not expired and its lease has
+	// not run out at req.Now (Record.LeaseExpired). Otherwise it returns an
+	// error wrapping ErrLeaseLost and changes nothing: a renewal can never
+	// revive a key that was taken over, completed or released, nor one
+	// whose lease ran out (a claim may be taking it over at that moment). Transient
 	// failures wrap ErrStoreUnavailable, as for Store.
 	Extend(ctx context.Context, req ExtendRequest) error
 }

@@ -174,3 +174,24 @@ func testMinHold(t *testing.T, b backend) {
 		t.Errorf("retry after a plain error = %+v, %v; want it run at once", out, err)
 	}
 }
+
+// A panic stops the renewals before the key is released, so no beat can
+// revive the lease after the release, and the retry runs at once.
+func TestHeartbeatStopsOnPanic(t *testing.T) {
+	g, _, _, tick := leaseGuard(t, memoryBackend, dedupe.Config{Heartbeat: time.Second, DefaultLease: 5 * time.Second})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Errorf("the panic was not re-raised")
+			}
+		}()
+		g.Run(context.Background(), "p", "fp", func(context.Context) (dedupe.Result, error) { panic("boom") })
+	}()
+	if n := tick.stopped.Load(); n != 1 {
+		t.Errorf("ticker stopped %d times, want 1", n)
+	}
+	out, err := g.Run(context.Background(), "p", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
+	if err != nil || !out.Stored {
+		t.Errorf("retry after the panic = %+v, %v; want it run at once", out, err)
+	}
+}

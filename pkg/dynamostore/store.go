@@ -358,7 +358,8 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 }
 
 // Extend implements dedupe.LeaseExtender with one UpdateItem conditioned
-// on owner = :token AND status = IN_PROGRESS AND expires_at >= :now_s. It
+// on owner = :token AND status = IN_PROGRESS AND expires_at >= :now_s AND
+// lease_expires_at >= :now_ms. It
 // sets lease_expires_at, expires_at and updated_at; the record stays in
 // the in-flight index, where the reaper now sees the later lease end.
 func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
@@ -370,7 +371,7 @@ func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 		TableName:           aws.String(s.table),
 		Key:                 s.key(req.Key),
 		UpdateExpression:    aws.String("SET #lease = :lease, #exp = :exp, #upd = :upd"),
-		ConditionExpression: aws.String("#owner = :tok AND #status = :inprog AND #exp >= :now"),
+		ConditionExpression: aws.String("#owner = :tok AND #status = :inprog AND #exp >= :now AND #lease >= :nowms"),
 		ExpressionAttributeNames: map[string]string{
 			"#owner": a.Owner, "#status": a.Status, "#lease": a.LeaseExpiresAt,
 			"#exp": a.ExpiresAt, "#upd": a.UpdatedAt,
@@ -382,6 +383,7 @@ func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 			":exp":    num(req.ExpiresAt.Unix()),
 			":upd":    num(req.Now.UnixMilli()),
 			":now":    num(req.Now.Unix()),
+			":nowms":  num(req.Now.UnixMilli()),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException

@@ -113,7 +113,7 @@ func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[req.Key]
-	if !ok || rec.Token != req.Token || rec.Status != dedupe.StatusInProgress || rec.Expired(req.Now) {
+	if !ok || rec.Token != req.Token || rec.Status != dedupe.StatusInProgress || rec.Expired(req.Now) || rec.LeaseExpired(req.Now) {
 		return fmt.Errorf("memstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	}
 	rec.LeaseExpiresAt = req.LeaseUntil.Truncate(time.Millisecond)
