@@ -45,7 +45,7 @@ HOST_GOARCH   := $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps test bench build build-local run deploy clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps test bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -64,9 +64,28 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 	$(NPM) ci --prefix localtest --no-audit --no-fund
 	touch $@
 
-test: deps withdynalite withservers ## go vet, then go test -race of PKG (default ./...) against fresh dynalite, PostgreSQL and Redis
+# The packages whose tests talk to DynamoDB. Unless DEDUPE_DYNAMODB or
+# AWS_ENDPOINT_URL_DYNAMODB picks one server, `make test` runs them a second
+# time on moto_server, so every store test passes on two implementations.
+DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra ./localtest/dynamotest
+
+# DEDUPE_DYNAMODB picks the server of `make test` and `make bench`: dynalite,
+# moto or an endpoint URL (see localtest/cmd/withdynalite).
+DEDUPE_DYNAMODB ?=
+export DEDUPE_DYNAMODB
+
+test: deps withdynalite withservers ## go vet, then go test -race of PKG (default ./...) against fresh dynalite, PostgreSQL and Redis, and its DynamoDB packages again on moto
 	$(GO) vet ./...
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
+	@if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then exit 0; fi; \
+	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); \
+	if [ -z "$$pkgs" ]; then exit 0; fi; \
+	if ! command -v moto_server >/dev/null; then \
+		if [ -n "$${CI:-}" ]; then echo "moto_server is required in CI: pip install 'moto[server]'" >&2; exit 1; fi; \
+		echo "SKIP the second DynamoDB run: moto_server not found (pip install 'moto[server]')" >&2; exit 0; \
+	fi; \
+	echo "$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT)" $$pkgs; \
+	$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$pkgs
 
 # BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
 # its report (the stores' round trips and floors among them).
@@ -115,9 +134,15 @@ run: deps build-local rie ## run the whole stack locally: API on 127.0.0.1:3000,
 	$(GO) build -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 
-deploy: ## sam build, then sam deploy --guided (needs the SAM CLI and AWS credentials; not run in CI)
+deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the SAM CLI and AWS credentials; not run in CI)
 	sam build
-	sam deploy --guided
+	sam deploy
+
+deploy-rehearsal: ## what sam build + sam deploy would do, against a moto_server it starts: build, upload, transform, create, update, delete, checked
+	$(GO) run ./localtest/cmd/rehearse $(REHEARSAL_ARGS)
+
+validate: ## lint template.yaml: sam validate --lint, or without the SAM CLI cfn-lint on it and on its offline SAM transform
+	$(GO) run ./infra/cmd/validate -o build/template.transformed.json
 
 fmt: ## gofmt every Go file in place
 	$(GO) fmt ./...

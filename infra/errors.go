@@ -31,4 +31,12 @@ var (
 	// ErrNotActive means a table or one of its indexes did not become
 	// ACTIVE within EnsureTables' bounded number of polls.
 	ErrNotActive = errors.New("infra: table did not become active")
+
+	// ErrToolMissing means a tool that Transform, Lint or Validate runs is
+	// not installed: cfn-lint, python3 or aws-sam-translator.
+	ErrToolMissing = errors.New("infra: tool not installed")
+
+	// ErrLint means cfn-lint or sam validate reported a finding that the
+	// project's .cfnlintrc.yaml does not waive.
+	ErrLint = errors.New("infra: template has lint findings")
 )

@@ -14,6 +14,10 @@
 // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB through
 // [github.com/lambda-dedupe/dedupe/localtest/dynalite.Endpoint]: without it
 // the test is skipped, or fails when the CI environment variable is set.
+// [ServerKind] names the server behind it (dynalite, moto, or another
+// endpoint), as localtest/cmd/withdynalite reports it in
+// DEDUPE_DYNAMODB_SERVER, so that a test can expect each server's
+// documented behaviour where they differ.
 //
 // This package imports "testing"; like net/http/httptest, it is a helper
 // meant to be imported by tests only. It imports package infra, so infra's

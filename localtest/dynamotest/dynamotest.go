@@ -86,8 +86,8 @@ func tables(t testing.TB, names map[string]string, logicalIDs []string) []infra.
 
 // CreateTables creates the tables of template.yaml with the given logical
 // ids (at least one) on c's endpoint (in another module, without a
-// template.yaml, only IdempotencyTableID, from dynamostore.TableInput), each under a name from [UniqueName]
-// with its logical id as prefix, and waits until they are ACTIVE, with
+// template.yaml, only IdempotencyTableID, from dynamostore.TableInput),
+// each under a name from [UniqueName] with its logical id as prefix, and waits until they are ACTIVE, with
 // [infra.EnsureTables]. It returns the names by logical id, and deletes the
 // tables when the test ends (t.Cleanup). It fails t when a table cannot be
 // created within a minute or is not in the template.

@@ -15,10 +15,9 @@ import (
 	"syscall"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/moto"
 )
-
-// envBin names the dynalite executable when -dynalite is not given.
-const envBin = "DYNALITE_BIN"
 
 // Defaults set for a loopback endpoint when the variable is empty.
 var localDefaults = []struct{ name, value string }{
@@ -26,6 +25,9 @@ var localDefaults = []struct{ name, value string }{
 	{"AWS_SECRET_ACCESS_KEY", "local"},
 	{"AWS_REGION", "us-east-1"},
 }
+
+// envBin names the dynalite executable when -dynalite is not given.
+const envBin = "DYNALITE_BIN"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
@@ -35,11 +37,13 @@ func main() {
 func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("withdynalite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	verbose := fs.Bool("v", false, "copy dynalite's output to standard error")
+	verbose := fs.Bool("v", false, "copy the started server's output to standard error")
+	server := fs.String("server", "", "`dynalite`, moto or an endpoint URL (default: $"+dynamotest.EnvSelect+
+		", else a preset $"+dynalite.EnvEndpoint+", else dynalite)")
 	bin := fs.String("dynalite", getenv(env, envBin),
 		"the dynalite executable (default $"+envBin+", else localtest/node_modules/.bin/dynalite under the module root)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: withdynalite [-v] [-dynalite PATH] -- CMD [ARGS...]")
+		fmt.Fprintln(stderr, "usage: withdynalite [-v] [-server dynalite|moto|URL] [-dynalite PATH] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -49,35 +53,41 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	choice, err := choose(*server, getenv(env, dynamotest.EnvSelect), getenv(env, dynalite.EnvEndpoint))
+	if err != nil {
+		fmt.Fprintf(stderr, "withdynalite: %v\n", err)
+		return 2
+	}
 
-	// Take SIGINT and SIGTERM from now on: dynalite must be stopped
+	// Take SIGINT and SIGTERM from now on: the server must be stopped
 	// whatever ends the run. They are passed on to CMD once it runs.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	endpoint := getenv(env, dynalite.EnvEndpoint)
+	endpoint := choice.endpoint
 	if endpoint == "" {
-		opts := dynalite.Options{Bin: *bin}
+		var out io.Writer
 		if *verbose {
-			opts.Output = stderr
+			out = stderr
 		}
-		srv, err := startDynalite(opts)
+		srv, err := startServer(choice.kind, *bin, out)
 		if err != nil {
 			fmt.Fprintf(stderr, "withdynalite: %v\n", err)
 			return 1
 		}
 		defer func() {
 			if err := srv.Stop(); err != nil {
-				fmt.Fprintf(stderr, "withdynalite: stop dynalite: %v\n", err)
+				fmt.Fprintf(stderr, "withdynalite: stop %s: %v\n", choice.kind, err)
 			}
 		}()
 		endpoint = srv.Endpoint()
-		env = setenv(env, dynalite.EnvEndpoint, endpoint)
-		fmt.Fprintf(stderr, "withdynalite: dynalite listening at %s\n", endpoint)
+		fmt.Fprintf(stderr, "withdynalite: %s listening at %s\n", choice.kind, endpoint)
 	} else {
 		fmt.Fprintf(stderr, "withdynalite: using %s=%s\n", dynalite.EnvEndpoint, endpoint)
 	}
+	env = setenv(env, dynalite.EnvEndpoint, endpoint)
+	env = setenv(env, dynamotest.EnvServer, string(choice.kind))
 	if isLoopback(endpoint) {
 		for _, d := range localDefaults {
 			if getenv(env, d.name) == "" {
@@ -107,11 +117,50 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 }
 
-// startDynalite starts dynalite, giving up early on SIGINT or SIGTERM.
-func startDynalite(opts dynalite.Options) (*dynalite.Server, error) {
+// choice is the server a run uses: one to start (endpoint empty), or an
+// endpoint to use as it is.
+type choice struct {
+	kind     dynamotest.Server
+	endpoint string
+}
+
+// choose picks the server from the -server flag, else the DEDUPE_DYNAMODB
+// value sel, else a preset AWS_ENDPOINT_URL_DYNAMODB, else dynalite.
+func choose(flagValue, sel, preset string) (choice, error) {
+	v := flagValue
+	if v == "" {
+		v = sel
+	}
+	switch {
+	case v == string(dynamotest.Dynalite), v == "" && preset == "":
+		return choice{kind: dynamotest.Dynalite}, nil
+	case v == string(dynamotest.Moto):
+		return choice{kind: dynamotest.Moto}, nil
+	case v == "":
+		return choice{kind: dynamotest.Endpoint, endpoint: preset}, nil
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return choice{}, fmt.Errorf("server %q: want dynalite, moto or an http(s) endpoint URL", v)
+	}
+	return choice{kind: dynamotest.Endpoint, endpoint: v}, nil
+}
+
+// stopper is a started server.
+type stopper interface {
+	Endpoint() string
+	Stop() error
+}
+
+// startServer starts dynalite or moto_server, copying its output to out
+// when out is not nil, giving up early on SIGINT or SIGTERM.
+// bin is the dynalite executable, "" for the default.
+func startServer(kind dynamotest.Server, bin string, out io.Writer) (stopper, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return dynalite.Start(ctx, opts)
+	if kind == dynamotest.Moto {
+		return moto.Start(ctx, moto.Options{Output: out})
+	}
+	return dynalite.Start(ctx, dynalite.Options{Bin: bin, Output: out})
 }
 
 // exitCode turns cmd.Wait's error into an exit code.

@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/moto"
 )
 
 // helperEnv makes the test binary act as the child command: it prints the
-// AWS variables it sees as JSON, checks the endpoint answers if asked to,
+// AWS and DEDUPE variables it sees as JSON, checks the endpoint answers if asked to,
 // and exits with the code in WITHDYNALITE_HELPER.
 const helperEnv = "WITHDYNALITE_HELPER"
 
@@ -27,7 +30,7 @@ func TestMain(m *testing.M) {
 func helper(code string) {
 	seen := map[string]string{}
 	for _, kv := range os.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "DEDUPE_") {
 			seen[k] = v
 		}
 	}
@@ -71,6 +74,7 @@ func TestRun(t *testing.T) {
 		wantCode  int
 		want      map[string]string // variables the child must see; "" means absent
 		dynalite  bool              // the endpoint must be a fresh dynalite
+		moto      bool              // the endpoint must be a fresh moto_server
 		wantInErr string
 	}{
 		{
@@ -89,8 +93,8 @@ func TestRun(t *testing.T) {
 			args:     []string{"--", self},
 			wantCode: 0,
 			want: map[string]string{
-				dynalite.EnvEndpoint: "http://localhost:8000",
-				"AWS_REGION":         "eu-west-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+				dynalite.EnvEndpoint: "http://localhost:8000", dynamotest.EnvServer: "endpoint",
+				"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 			},
 		},
 		{
@@ -100,20 +104,42 @@ func TestRun(t *testing.T) {
 			wantCode: 3,
 			want: map[string]string{
 				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-				"ping": "200 OK",
+				"ping": "200 OK", dynamotest.EnvServer: "dynalite",
 			},
 			dynalite: true,
 		},
 		{
+			name:     "DEDUPE_DYNAMODB=moto starts moto even with a preset endpoint",
+			env:      []string{dynamotest.EnvSelect + "=moto", dynalite.EnvEndpoint + "=http://localhost:8000", helperEnv + "=0", "WITHDYNALITE_PING=1"},
+			args:     []string{"--", self},
+			wantCode: 0,
+			want:     map[string]string{dynamotest.EnvServer: "moto", "ping": "200 OK", "AWS_REGION": "us-east-1"},
+			moto:     true,
+		},
+		{
+			name:     "-server URL beats DEDUPE_DYNAMODB",
+			env:      []string{dynamotest.EnvSelect + "=moto", helperEnv + "=0"},
+			args:     []string{"-server", "http://127.0.0.1:8000", "--", self},
+			wantCode: 0,
+			want:     map[string]string{dynalite.EnvEndpoint: "http://127.0.0.1:8000", dynamotest.EnvServer: "endpoint"},
+		},
+		{
+			name:      "bad server",
+			env:       []string{dynamotest.EnvSelect + "=dynamodb-local"},
+			args:      []string{"--", "true"},
+			wantCode:  2,
+			wantInErr: "want dynalite, moto or an http(s) endpoint URL",
+		},
+		{
 			name:      "-dynalite names the executable",
-			args:      []string{"-dynalite", "/no/such/dynalite", "--", self},
+			args:      []string{"-server", "dynalite", "-dynalite", "/no/such/dynalite", "--", self},
 			wantCode:  1,
 			wantInErr: "/no/such/dynalite",
 		},
 		{
 			name:      "DYNALITE_BIN names the executable",
 			env:       []string{"DYNALITE_BIN=/no/such/dynalite-bin"},
-			args:      []string{"--", self},
+			args:      []string{"-server", "dynalite", "--", self},
 			wantCode:  1,
 			wantInErr: "/no/such/dynalite-bin",
 		},
@@ -138,6 +164,9 @@ func TestRun(t *testing.T) {
 				// case needs dynalite installed; Endpoint says how.
 				requireDynalite(t)
 			}
+			if tt.moto {
+				requireMoto(t)
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(tt.args, append(baseEnv(), tt.env...), nil, &stdout, &stderr)
 			if code != tt.wantCode {
@@ -158,16 +187,16 @@ func TestRun(t *testing.T) {
 					t.Errorf("%s: got %q, want %q", k, got, want)
 				}
 			}
-			if !tt.dynalite {
+			if !tt.dynalite && !tt.moto {
 				return
 			}
 			ep := seen[dynalite.EnvEndpoint]
 			if !strings.HasPrefix(ep, "http://127.0.0.1:") {
-				t.Fatalf("%s: got %q, want a dynalite on 127.0.0.1", dynalite.EnvEndpoint, ep)
+				t.Fatalf("%s: got %q, want a started server on 127.0.0.1", dynalite.EnvEndpoint, ep)
 			}
 			if resp, err := http.Post(ep, "application/x-amz-json-1.0", strings.NewReader("{}")); err == nil {
 				resp.Body.Close()
-				t.Errorf("dynalite at %s still answers after run returned", ep)
+				t.Errorf("server at %s still answers after run returned", ep)
 			}
 		})
 	}
@@ -186,6 +215,18 @@ func requireDynalite(t *testing.T) {
 	}
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// requireMoto skips the test when moto_server is not on PATH, or fails it
+// when CI is set.
+func requireMoto(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath(moto.DefaultBin); err != nil {
+		if os.Getenv(dynalite.EnvCI) != "" {
+			t.Fatalf("moto_server required in CI: %v", err)
+		}
+		t.Skipf("moto_server not installed (%v): %s", err, moto.InstallHint)
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -44,18 +44,31 @@ func NewDynamoRepository(client DynamoClient, table string) *DynamoRepository {
 // createdLayout is how Created is stored: sortable, millisecond precision.
 const createdLayout = "2006-01-02T15:04:05.000Z07:00"
 
+// paymentItem is a payment as the payments table stores it, encoded and
+// decoded with attributevalue: id, currency, source and status (S), amount
+// (N) and created (S, createdLayout: sortable, unlike the RFC 3339 with
+// variable fraction that attributevalue writes for a time.Time).
+type paymentItem struct {
+	ID       string `dynamodbav:"id"`
+	Amount   int64  `dynamodbav:"amount"`
+	Currency string `dynamodbav:"currency"`
+	Source   string `dynamodbav:"source"`
+	Status   Status `dynamodbav:"status"`
+	Created  string `dynamodbav:"created"`
+}
+
 // Put implements Repository with a PutItem that never overwrites.
 func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
-	_, err := r.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(r.table),
-		Item: map[string]types.AttributeValue{
-			"id":       &types.AttributeValueMemberS{Value: p.ID},
-			"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
-			"currency": &types.AttributeValueMemberS{Value: p.Currency},
-			"source":   &types.AttributeValueMemberS{Value: p.Source},
-			"status":   &types.AttributeValueMemberS{Value: string(p.Status)},
-			"created":  &types.AttributeValueMemberS{Value: p.Created.UTC().Format(createdLayout)},
-		},
+	item, err := attributevalue.MarshalMap(paymentItem{
+		ID: p.ID, Amount: p.Amount, Currency: p.Currency, Source: p.Source, Status: p.Status,
+		Created: p.Created.UTC().Format(createdLayout),
+	})
+	if err != nil {
+		return fmt.Errorf("put payment %s: %w", p.ID, err)
+	}
+	_, err = r.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(r.table),
+		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(id)"),
 	})
 	if err != nil {
@@ -116,36 +129,30 @@ func (r *DynamoRepository) List(ctx context.Context, limit int, cursor string) (
 	return page, next, nil
 }
 
-// decodePayment reads a payment item.
+// decodePayment reads a payment item. Every attribute must be present
+// with its type: attributevalue alone would leave a missing one zero.
 func decodePayment(item map[string]types.AttributeValue) (Payment, error) {
-	var p Payment
 	var errs []error
-	str := func(name string) string {
-		v, ok := item[name].(*types.AttributeValueMemberS)
-		if !ok {
-			errs = append(errs, fmt.Errorf("attribute %s: missing or not a string", name))
-			return ""
+	for _, name := range [...]string{"id", "amount", "currency", "source", "status", "created"} {
+		if _, ok := item[name]; !ok {
+			errs = append(errs, fmt.Errorf("attribute %s: missing", name))
 		}
-		return v.Value
 	}
-	p.ID = str("id")
-	p.Currency = str("currency")
-	p.Source = str("source")
-	p.Status = Status(str("status"))
-	if v, ok := item["amount"].(*types.AttributeValueMemberN); !ok {
-		errs = append(errs, errors.New("attribute amount: missing or not a number"))
-	} else if n, err := strconv.ParseInt(v.Value, 10, 64); err != nil {
-		errs = append(errs, fmt.Errorf("attribute amount: %w", err))
-	} else {
-		p.Amount = n
+	var it paymentItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		errs = append(errs, err)
 	}
-	if t, err := time.Parse(createdLayout, str("created")); err != nil {
+	created, err := time.Parse(createdLayout, it.Created)
+	if err != nil && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("attribute created: %w", err))
-	} else {
-		p.Created = t.UTC()
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Payment{}, fmt.Errorf("decode payment %q: %w", p.ID, err)
+		id, _ := item["id"].(*types.AttributeValueMemberS)
+		var idv string
+		if id != nil {
+			idv = id.Value
+		}
+		return Payment{}, fmt.Errorf("decode payment %q: %w", idv, err)
 	}
-	return p, nil
+	return Payment{ID: it.ID, Amount: it.Amount, Currency: it.Currency, Source: it.Source, Status: it.Status, Created: created.UTC()}, nil
 }

@@ -1,0 +1,182 @@
+package infra
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// TransformScript is the path, relative to the module root, of the script
+// that applies the SAM transform offline with aws-sam-translator.
+const TransformScript = "infra/sam/transform.py"
+
+// ToolsHint tells the user how to install the tools [Transform] and [Lint]
+// need when the SAM CLI is absent.
+const ToolsHint = "pip install cfn-lint aws-sam-translator (or install the AWS SAM CLI, which bundles both)"
+
+// TransformOptions configures [Transform]. The zero value transforms for
+// us-east-1 with placeholder code locations and the template's defaults.
+type TransformOptions struct {
+	// Region is the region SAM builds ARNs for. Empty means us-east-1.
+	Region string
+
+	// Code maps a function's logical id to the S3 location of its zipped
+	// artifact (s3://bucket/key), as `sam package` writes it. Functions not
+	// named get a placeholder location.
+	Code map[string]string
+
+	// Parameters are parameter values the transform may use.
+	Parameters map[string]string
+}
+
+// Tools reports whether the tools [Transform] and [Lint] run are present:
+// python3 with aws-sam-translator, and cfn-lint. The error names what is
+// missing and wraps [ErrToolMissing].
+func Tools(ctx context.Context) error {
+	var missing []string
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		missing = append(missing, "cfn-lint")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		missing = append(missing, "python3")
+	} else if out, err := exec.CommandContext(ctx, "python3", "-c", "import samtranslator, cfnlint.decode").CombinedOutput(); err != nil {
+		missing = append(missing, "the python modules samtranslator and cfnlint ("+strings.TrimSpace(lastLine(out))+")")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s; %s", ErrToolMissing, strings.Join(missing, ", "), ToolsHint)
+	}
+	return nil
+}
+
+// Transform applies the SAM transform (AWS::Serverless-2016-10-31) to the
+// template at path offline, with the project's script (TransformScript,
+// aws-sam-translator, no AWS calls), and returns the CloudFormation
+// template it produces, as JSON. It returns an error wrapping
+// [ErrToolMissing] when python3 or the script's modules are missing, and
+// one quoting the translator's message when the template is invalid.
+func Transform(ctx context.Context, path string, opts TransformOptions) ([]byte, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, fmt.Errorf("transform %s: %w", path, err)
+	}
+	if err := Tools(ctx); err != nil {
+		return nil, fmt.Errorf("transform %s: %w", path, err)
+	}
+	args := []string{filepath.Join(root, TransformScript), path}
+	if opts.Region != "" {
+		args = append(args, "--region", opts.Region)
+	}
+	for _, id := range sortedKeys(opts.Code) {
+		args = append(args, "--code", id+"="+opts.Code[id])
+	}
+	for _, name := range sortedKeys(opts.Parameters) {
+		args = append(args, "--parameter", name+"="+opts.Parameters[name])
+	}
+	cmd := exec.CommandContext(ctx, "python3", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("transform %s: %w: %s", path, err, strings.TrimSpace(lastLine(stderr.Bytes())))
+	}
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("transform %s: the script printed no JSON template", path)
+	}
+	return out, nil
+}
+
+// Lint runs cfn-lint on each template path, from dir so that its
+// configuration file there (.cfnlintrc.yaml) applies: every error, warning
+// and informational finding not waived there fails. The error carries
+// cfn-lint's report and wraps [ErrLint]; it wraps [ErrToolMissing] when
+// cfn-lint is not on PATH.
+func Lint(ctx context.Context, dir string, paths ...string) error {
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		return fmt.Errorf("lint: %w: cfn-lint; %s", ErrToolMissing, ToolsHint)
+	}
+	abs := make([]string, len(paths))
+	for i, p := range paths {
+		var err error
+		if abs[i], err = filepath.Abs(p); err != nil {
+			return fmt.Errorf("lint %s: %w", p, err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, "cfn-lint", append([]string{"--"}, abs...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return fmt.Errorf("%w: cfn-lint %s (exit %d):\n%s", ErrLint, strings.Join(paths, " "), ee.ExitCode(), out)
+	case err != nil:
+		return fmt.Errorf("lint %s: %w", strings.Join(paths, " "), err)
+	}
+	return nil
+}
+
+// Validate checks the template at path with AWS's own tools, as `make
+// validate` does: `sam validate --lint` when the SAM CLI is on PATH,
+// otherwise [Lint] on the template and on its offline SAM transform, which
+// it writes to transformed (a path; empty means a temporary file, removed
+// afterwards). It returns what it ran, one line per command.
+func Validate(ctx context.Context, path, transformed string) ([]string, error) {
+	dir := filepath.Dir(path)
+	if _, err := exec.LookPath("sam"); err == nil {
+		cmd := exec.CommandContext(ctx, "sam", "validate", "--lint", "--template", path)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%w: sam validate --lint: %v:\n%s", ErrLint, err, out)
+		}
+		return []string{"sam validate --lint --template " + path}, nil
+	}
+	out, err := Transform(ctx, path, TransformOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if transformed == "" {
+		f, err := os.CreateTemp("", "template.transformed.*.json")
+		if err != nil {
+			return nil, fmt.Errorf("validate %s: %w", path, err)
+		}
+		transformed = f.Name()
+		f.Close()
+		defer os.Remove(transformed)
+	}
+	if transformed, err = filepath.Abs(transformed); err != nil {
+		return nil, fmt.Errorf("validate %s: %w", path, err)
+	}
+	if err := os.WriteFile(transformed, out, 0o644); err != nil {
+		return nil, fmt.Errorf("validate %s: %w", path, err)
+	}
+	if err := Lint(ctx, dir, path, transformed); err != nil {
+		return nil, err
+	}
+	return []string{
+		"python3 " + TransformScript + " " + path + " > " + transformed,
+		"cfn-lint -- " + path + " " + transformed,
+	}, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// lastLine returns the last non-empty line of b: a Python traceback's
+// message.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
