@@ -269,18 +269,25 @@ func TestWaitingDuplicates(t *testing.T) {
 			defer wg.Done()
 			var ev dedupe.Event
 			first := true
+			arrived := func() {
+				if first {
+					first = false
+					waiting.Done()
+				}
+			}
+			// Whatever happens, this duplicate counts as arrived once its
+			// call returns, so a failure fails rather than hangs.
+			defer arrived()
 			dup := dedupe.New(cs, &dedupe.Config{Now: clk.Now, Wait: time.Second,
 				Sleep: func(ctx context.Context, d time.Duration) error {
-					if first {
-						first = false
-						waiting.Done()
-					}
+					arrived()
 					<-release
 					return nil
 				},
 				OnOutcome: func(_ context.Context, e dedupe.Event) { ev = e }})
 			out, err := dup.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
 				t.Error("a duplicate ran the function")
+				arrived()
 				return dedupe.Result{}, nil
 			})
 			switch {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/moto"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 	"github.com/lambda-dedupe/dedupe/pkg/memstore"
@@ -391,34 +391,16 @@ func waited(ctx context.Context, c *dynamodb.Client, table string) (Waited, erro
 // motoReplay counts the DynamoDB calls of a replay on moto_server, when
 // it is installed.
 func motoReplay(ctx context.Context) string {
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
+	if _, err := exec.LookPath(moto.DefaultBin); err != nil {
 		return "moto_server not on PATH: not measured (pip install 'moto[server]')"
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := moto.Start(ctx, moto.Options{})
 	if err != nil {
-		return "no free port: " + err.Error()
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.CommandContext(ctx, bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	if err := cmd.Start(); err != nil {
 		return "moto_server did not start: " + err.Error()
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; ; i++ {
-		if conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			conn.Close()
-			break
-		}
-		if i == 100 {
-			return "moto_server did not answer on " + addr
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	defer srv.Stop()
 	calls := &counter{}
-	c := newClient("http://"+addr, calls)
+	c := newClient(srv.Endpoint(), calls)
 	table, err := createTable(ctx, c)
 	if err != nil {
 		return "moto: " + err.Error()
