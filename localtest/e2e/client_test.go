@@ -34,7 +34,12 @@ func (r reply) replayed() bool { return r.header.Get("Idempotent-Replayed") == "
 // send makes one request to the gateway. headers with an empty value are
 // left out.
 func send(method, path, body string, headers map[string]string) (reply, error) {
-	req, err := http.NewRequest(method, baseURL+path, strings.NewReader(body))
+	return sendTo(baseURL, method, path, body, headers)
+}
+
+// sendTo is send to the gateway at base.
+func sendTo(base, method, path, body string, headers map[string]string) (reply, error) {
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
 		return reply{}, err
 	}

@@ -31,6 +31,12 @@ var (
 	stack      *gateway.Stack   // the functions and the gateway
 	baseURL    string           // the gateway, http://127.0.0.1:PORT
 	output     = &logBuffer{}   // the functions' and the gateway's output
+
+	// What the stack was built from, for tests that start a stack of
+	// their own (the chaos run, on a DynamoDB endpoint it restarts).
+	functions    []infra.Function
+	bootstrapDir string
+	riePath      string
 )
 
 // maxConcurrency is the environments per function. Requests beyond it wait
@@ -120,6 +126,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	log.Printf("e2e: built emulator and %d bootstraps in %v", len(fns), time.Since(start).Round(time.Millisecond))
+	functions, bootstrapDir, riePath = fns, dir, rie
 
 	if db, err = dynalite.Start(ctx, dynalite.Options{}); err != nil {
 		return 0, err
@@ -168,13 +175,16 @@ func run(m *testing.M) (int, error) {
 }
 
 // dynamoClient returns a client of dynalite.
-func dynamoClient() *dynamodb.Client {
+func dynamoClient() *dynamodb.Client { return dynamoClientOf(db.Endpoint()) }
+
+// dynamoClientOf returns a client of the DynamoDB endpoint at url.
+func dynamoClientOf(url string) *dynamodb.Client {
 	return dynamodb.NewFromConfig(aws.Config{
 		Region: gateway.DefaultRegion,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local"}, nil
 		}),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(db.Endpoint()) })
+	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) })
 }
 
 // createTables creates the template's tables on dynalite.

@@ -19,6 +19,16 @@ const (
 	// DefaultMaxBodyBytes is API Gateway's payload limit, 10 MB.
 	DefaultMaxBodyBytes = 10 << 20
 
+	// DefaultMaxHeaderBytes is API Gateway HTTP API's limit on the total
+	// combined size of the request line and header values, 10240 bytes.
+	DefaultMaxHeaderBytes = 10240
+
+	// DefaultMaxPayloadBytes is Lambda's limit on a synchronous
+	// invocation's payload, 6 MB, which holds for the event (the JSON the
+	// gateway sends, base64 bodies included) and for the function's
+	// response alike.
+	DefaultMaxPayloadBytes = 6 << 20
+
 	// DefaultAPIID and DefaultAccountID fill requestContext.apiId and
 	// accountId when Config leaves them empty.
 	DefaultAPIID     = "local"
@@ -39,6 +49,20 @@ type Config struct {
 	// MaxBodyBytes is the largest request body accepted; larger ones get
 	// 413. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// MaxHeaderBytes bounds the request line and the header values
+	// together; a larger request gets 431 and never reaches the function.
+	// Zero means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+
+	// MaxPayloadBytes is the function's invocation payload limit. An
+	// event larger than this is not sent (413, as when Lambda refuses the
+	// invocation with RequestEntityTooLargeException), and a response
+	// larger than this is answered 500, as Lambda reports it as a function
+	// error (Function.ResponseSizeTooLarge) to API Gateway. Neither
+	// replaces the execution environment. Zero means
+	// DefaultMaxPayloadBytes.
+	MaxPayloadBytes int
 
 	// APIID and AccountID fill requestContext. Empty means DefaultAPIID
 	// and DefaultAccountID.
@@ -61,6 +85,8 @@ type Gateway struct {
 	routes    *routeTable
 	timeout   time.Duration
 	maxBody   int64
+	maxHeader int
+	maxEvent  int
 	apiID     string
 	accountID string
 	now       func() time.Time
@@ -78,6 +104,8 @@ func New(cfg Config) (*Gateway, error) {
 		routes:    routes,
 		timeout:   cfg.IntegrationTimeout,
 		maxBody:   cfg.MaxBodyBytes,
+		maxHeader: cfg.MaxHeaderBytes,
+		maxEvent:  cfg.MaxPayloadBytes,
 		apiID:     cfg.APIID,
 		accountID: cfg.AccountID,
 		now:       cfg.Now,
@@ -88,6 +116,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
+	}
+	if g.maxHeader <= 0 {
+		g.maxHeader = DefaultMaxHeaderBytes
+	}
+	if g.maxEvent <= 0 {
+		g.maxEvent = DefaultMaxPayloadBytes
 	}
 	if g.apiID == "" {
 		g.apiID = DefaultAPIID
@@ -123,6 +157,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve answers one request; it sets *routeKey to the matched route.
 func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *response {
 	now := g.now()
+	if n := headerSize(r); n > g.maxHeader {
+		g.log.Printf("%s: request line and header values of %d bytes exceed %d", requestID, n, g.maxHeader)
+		return message(http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large")
+	}
 	rt, params := g.routes.lookup(r.Method, r.URL.Path)
 	if rt == nil {
 		return message(http.StatusNotFound, "Not Found")
@@ -147,6 +185,10 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 		g.log.Printf("%s: encode event: %v", requestID, err)
 		return message(http.StatusInternalServerError, "Internal Server Error")
 	}
+	if len(payload) > g.maxEvent {
+		g.log.Printf("%s: %s: event of %d bytes exceeds the invocation payload limit of %d: not invoked", requestID, rt.key, len(payload), g.maxEvent)
+		return message(http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+	}
 
 	timeout := g.timeout
 	if rt.timeout > 0 {
@@ -164,6 +206,10 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 		g.log.Printf("%s: %s: invocation failed: %v", requestID, rt.key, err)
 		return message(http.StatusInternalServerError, "Internal Server Error")
 	}
+	if len(result) > g.maxEvent {
+		g.log.Printf("%s: %s: response of %d bytes exceeds the invocation payload limit of %d (Function.ResponseSizeTooLarge)", requestID, rt.key, len(result), g.maxEvent)
+		return message(http.StatusInternalServerError, "Internal Server Error")
+	}
 	resp, ignored, err := mapResult(result)
 	if err != nil {
 		g.log.Printf("%s: %s: %v", requestID, rt.key, err)
@@ -173,6 +219,18 @@ func (g *Gateway) serve(r *http.Request, requestID string, routeKey *string) *re
 		g.log.Printf("%s: %s: warning: multiValueHeaders %v ignored: payload format 2.0 has none (use headers with comma-joined values, and cookies)", requestID, rt.key, ignored)
 	}
 	return resp
+}
+
+// headerSize returns what API Gateway counts against its header limit:
+// the request line and every header value (Host included).
+func headerSize(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + len(r.Host)
+	for _, vs := range r.Header {
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return n
 }
 
 // errIntegrationTimeout means the function did not answer within the

@@ -8,6 +8,7 @@
 //	error=1         return an error (a function error)
 //	exit=1          exit the process mid-invocation (a crash)
 //	raw=1           return the request body verbatim as the function's result
+//	big=N           answer 200 with a body of N bytes ("x" repeated)
 //	env=NAME        include os.Getenv(NAME) in the answer (repeatable)
 //
 // Any other event (no rawPath, e.g. a scheduled event) is answered with
@@ -22,6 +23,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -57,6 +60,9 @@ func handle(ctx context.Context, event json.RawMessage) (json.RawMessage, error)
 	case q.Get("exit") != "":
 		fmt.Println("echofn: asked to exit")
 		os.Exit(3)
+	case q.Get("big") != "":
+		n, _ := strconv.Atoi(q.Get("big"))
+		return json.Marshal(map[string]any{"statusCode": 200, "body": strings.Repeat("x", n)})
 	case q.Get("raw") != "":
 		body := []byte(ev.Body)
 		if ev.IsBase64Encoded {

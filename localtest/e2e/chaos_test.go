@@ -1,0 +1,433 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/gateway"
+)
+
+// The chaos run (issue 10): payments through a stack of real runtime
+// processes, with client retries, bursts of concurrent duplicates, every
+// failing test token, several callers reusing each other's keys, and one
+// restart of the DynamoDB endpoint in the middle; then a reconciliation
+// of what the clients saw against the payments table.
+//
+// DEDUPE_CHAOS_REQUESTS sets roughly how many requests it sends (default
+// chaosDefaultRequests, which keeps it well under a minute on two cores);
+// DEDUPE_CHAOS_SEED replays a mix (the interleaving is not seeded).
+const (
+	chaosDefaultRequests = 600
+	chaosConcurrency     = 12 // client goroutines
+	chaosEnvironments    = 8  // execution environments of the chaos stack
+)
+
+// chaosCallers are the JWT subjects; every request carries one of them.
+var chaosCallers = []string{"alice", "bob", "carol", "dave"}
+
+// intent is one payment a caller means to make once: one caller, one key,
+// one body. Retries and duplicates resend it unchanged. Amounts are unique
+// across the run, so a payment row, or a payment in a response body, names
+// its intent.
+type intent struct {
+	caller string
+	key    string
+	charge charge
+	burst  int  // concurrent copies of the first attempt (1: none)
+	retry  bool // the client retries once after its answer
+
+	mu      sync.Mutex
+	replies []reply
+}
+
+func (in *intent) headers() map[string]string {
+	return map[string]string{"Idempotency-Key": in.key, "Authorization": "Bearer " + jwtFor(in.caller)}
+}
+
+// chaosStack is a stack of its own on a DynamoDB endpoint that keeps its
+// data on disk, so that a restart is an outage, not a wipe.
+type chaosStack struct {
+	db     *dynalite.Server
+	client *dynamodb.Client
+	stack  *gateway.Stack
+	url    string
+	output *logBuffer
+}
+
+func startChaosStack(t *testing.T) *chaosStack {
+	t.Helper()
+	root, err := infra.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dynalite keeps tables on disk with --path; the server package
+	// starts it in memory, so a wrapper script adds the flag.
+	dir := t.TempDir()
+	script := filepath.Join(dir, "dynalite")
+	bin := filepath.Join(root, "localtest", "node_modules", ".bin", "dynalite")
+	body := fmt.Sprintf("#!/bin/sh\nexec %q --path %q \"$@\"\n", bin, filepath.Join(dir, "data"))
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := &chaosStack{output: &logBuffer{}}
+	if cs.db, err = dynalite.Start(ctx, dynalite.Options{Bin: script}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.db.Stop() })
+	cs.client = dynamoClientOf(cs.db.Endpoint())
+	if _, err := infra.EnsureTables(ctx, cs.client, tables); err != nil {
+		t.Fatal(err)
+	}
+	cs.stack, err = gateway.NewStack(gateway.StackConfig{
+		Functions:      functions,
+		BootstrapDir:   bootstrapDir,
+		RIE:            riePath,
+		Env:            map[string]string{dynalite.EnvEndpoint: cs.db.Endpoint()},
+		MaxConcurrency: chaosEnvironments,
+		QueueTimeout:   queueTimeout,
+		Output:         cs.output,
+		Logger:         log.New(cs.output, "", log.Lmicroseconds),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.stack.Close() })
+	srv := httptest.NewServer(cs.stack.Gateway)
+	t.Cleanup(srv.Close)
+	cs.url = srv.URL
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos stack output:\n%s", cs.output)
+		}
+	})
+	return cs
+}
+
+// chaosIntents draws the mix for about n requests.
+func chaosIntents(rng *rand.Rand, n int) []*intent {
+	var out []*intent
+	used := map[string][]string{} // key -> callers that used it
+	var keys []string
+	requests := 0
+	timeouts := max(1, n/300) // 10 s each: a few only
+	for requests < n {
+		in := &intent{caller: chaosCallers[rng.IntN(len(chaosCallers))], burst: 1}
+		// A quarter reuse a key another caller already used.
+		if len(keys) > 0 && rng.IntN(4) == 0 {
+			k := keys[rng.IntN(len(keys))]
+			if !slices.Contains(used[k], in.caller) {
+				in.key = k
+			}
+		}
+		if in.key == "" {
+			in.key = newKey()
+			keys = append(keys, in.key)
+		}
+		used[in.key] = append(used[in.key], in.caller)
+		source := "tok_visa"
+		switch p := rng.IntN(100); {
+		case timeouts > 0 && len(out)%97 == 50:
+			source = "tok_timeout"
+			timeouts--
+		case p < 8:
+			source = "tok_chargeDeclined"
+		case p < 14:
+			source = "tok_processorError"
+		case p < 18:
+			source = "tok_panic"
+		case p < 20:
+			source = "tok_slow"
+		}
+		in.charge = newCharge(source)
+		if rng.IntN(10) == 0 {
+			in.burst = 5
+		}
+		in.retry = source == "tok_timeout" || rng.IntN(10) < 3
+		requests += in.burst
+		if in.retry {
+			requests++
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// attempt sends in's request until it gets an answer a client would stop
+// at: transient answers (503 store unavailable, 429, a transport error)
+// and 409 in progress are retried, a bounded number of times. Every
+// answer is recorded.
+func (in *intent) attempt(url string, mix *statusMix) {
+	for try := 0; try < 40; try++ {
+		r, err := sendTo(url, "POST", "/payments", in.charge.JSON(), in.headers())
+		if err != nil {
+			mix.add("transport error")
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		mix.add(strconv.Itoa(r.status) + map[bool]string{true: " replayed"}[r.replayed()])
+		in.mu.Lock()
+		in.replies = append(in.replies, r)
+		in.mu.Unlock()
+		switch {
+		case r.status == 503 || r.status == 429:
+			time.Sleep(time.Duration(50*(try+1)) * time.Millisecond)
+		case r.status == 409 && in.charge.Source != "tok_timeout" && strings.HasSuffix(problemOf(r).Type, ":request-in-progress"):
+			time.Sleep(300 * time.Millisecond)
+		default:
+			return
+		}
+	}
+}
+
+// statusMix counts answers by status.
+type statusMix struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *statusMix) add(s string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	m.n[s]++
+}
+
+func (m *statusMix) total() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, v := range m.n {
+		n += v
+	}
+	return n
+}
+
+func (m *statusMix) String() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var parts []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range m.n {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, m.n[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// paymentOf returns the payment a 201 or 402 answer carries.
+func paymentOf(r reply) (payment, bool) {
+	var p payment
+	switch r.status {
+	case 201:
+		return p, json.Unmarshal(r.body, &p) == nil && p.ID != ""
+	case 402:
+		var prob struct {
+			Payment payment `json:"payment"`
+		}
+		return prob.Payment, json.Unmarshal(r.body, &prob) == nil && prob.Payment.ID != ""
+	}
+	return p, false
+}
+
+func TestChaos(t *testing.T) {
+	needStack(t)
+	n := chaosDefaultRequests
+	if v := os.Getenv("DEDUPE_CHAOS_REQUESTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("DEDUPE_CHAOS_REQUESTS=%q: want a positive number", v)
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("DEDUPE_CHAOS_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("chaos: seed %d (DEDUPE_CHAOS_SEED), about %d requests (DEDUPE_CHAOS_REQUESTS)", seed, n)
+	cs := startChaosStack(t)
+	intents := chaosIntents(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), n)
+
+	var mix statusMix
+	var restartErr error
+	var restarted sync.WaitGroup
+	var dispatched atomic.Int64
+	work := make(chan *intent)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range chaosConcurrency {
+		wg.Go(func() {
+			for in := range work {
+				if dispatched.Add(1) == int64(len(intents)/2) {
+					// Mid-run: the endpoint goes away and comes back with
+					// its data; requests meanwhile get 503 and retry.
+					restarted.Go(func() { restartErr = cs.db.Restart(context.Background()) })
+				}
+				var burst sync.WaitGroup
+				for range in.burst {
+					burst.Go(func() { in.attempt(cs.url, &mix) })
+				}
+				burst.Wait()
+				if in.retry {
+					in.attempt(cs.url, &mix)
+				}
+			}
+		})
+	}
+	for _, in := range intents {
+		work <- in
+	}
+	close(work)
+	wg.Wait()
+	restarted.Wait()
+	elapsed := time.Since(began)
+	if restartErr != nil {
+		t.Fatalf("restart the DynamoDB endpoint: %v", restartErr)
+	}
+	requests := mix.total()
+
+	// Reconcile. The rows of the payments table, by amount.
+	rows := map[int][]payment{}
+	var start map[string]types.AttributeValue
+	for range 10_000 {
+		out, err := cs.client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tableName("PaymentsTable")), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatalf("scan payments: %v", err)
+		}
+		for _, item := range out.Items {
+			var p payment
+			p.ID = item["id"].(*types.AttributeValueMemberS).Value
+			p.Amount, _ = strconv.Atoi(item["amount"].(*types.AttributeValueMemberN).Value)
+			p.Source = item["source"].(*types.AttributeValueMemberS).Value
+			p.Status = item["status"].(*types.AttributeValueMemberS).Value
+			rows[p.Amount] = append(rows[p.Amount], p)
+		}
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			break
+		}
+	}
+	byAmount := map[int]*intent{}
+	for _, in := range intents {
+		byAmount[in.charge.Amount] = in
+	}
+	var (
+		rowCount, orphanRows, chargedTwice, wrongOwner, reused422, replayable, notReplayable, unrecorded, twoAnswers int
+	)
+	fail := func(limit *int, format string, args ...any) {
+		if *limit++; *limit <= 5 {
+			t.Errorf(format, args...)
+		}
+	}
+	var failures int
+	for amount, ps := range rows {
+		rowCount += len(ps)
+		in := byAmount[amount]
+		switch {
+		case in == nil:
+			orphanRows++
+			fail(&failures, "payment row %s of amount %d belongs to no request", ps[0].ID, amount)
+		case len(ps) > 1:
+			chargedTwice++
+			fail(&failures, "caller %s key %s: %d payment rows, want at most 1", in.caller, in.key, len(ps))
+		case ps[0].Source != in.charge.Source:
+			fail(&failures, "payment row %s: source %s, want %s", ps[0].ID, ps[0].Source, in.charge.Source)
+		}
+	}
+	for _, in := range intents {
+		var first *reply
+		for i := range in.replies {
+			r := in.replies[i]
+			if r.status == 422 {
+				reused422++
+				fail(&failures, "caller %s key %s: 422, but nobody else used this key in this scope", in.caller, in.key)
+			}
+			p, ok := paymentOf(r)
+			if !ok {
+				continue
+			}
+			if p.Amount != in.charge.Amount {
+				wrongOwner++
+				fail(&failures, "caller %s key %s: got the payment of amount %d, want %d: someone else's response", in.caller, in.key, p.Amount, in.charge.Amount)
+			}
+			if r.status == 201 {
+				if first == nil {
+					first = &in.replies[i]
+				} else if !sameReply(*first, r) {
+					twoAnswers++
+					fail(&failures, "caller %s key %s: two different 201 answers %s and %s", in.caller, in.key, first.body, r.body)
+				}
+			}
+		}
+		if first == nil {
+			continue
+		}
+		p, _ := paymentOf(*first)
+		if ps := rows[in.charge.Amount]; len(ps) == 0 {
+			unrecorded++ // charged, row lost in the outage: the API logs it for reconciliation
+		} else if ps[0].ID != p.ID {
+			fail(&failures, "caller %s key %s: answered payment %s, but the row is %s", in.caller, in.key, p.ID, ps[0].ID)
+		}
+		// Every 2xx the client saw is replayable, byte for byte.
+		var again reply
+		for try := 0; try < 20; try++ {
+			var err error
+			if again, err = sendTo(cs.url, "POST", "/payments", in.charge.JSON(), in.headers()); err == nil && again.status != 503 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if again.replayed() && sameReply(*first, again) {
+			replayable++
+		} else {
+			notReplayable++
+			fail(&failures, "caller %s key %s: replay got %d %s, want %s", in.caller, in.key, again.status, again.body, first.body)
+		}
+	}
+	if unrecorded > 0 && !strings.Contains(cs.output.String(), "card charged but payment not recorded") {
+		t.Errorf("%d charges answered 201 have no payment row, and the API logged none for reconciliation", unrecorded)
+	}
+	s := cs.stack.Pool("ApiFunction").Stats()
+	t.Logf(`chaos run:
+  requests           %d in %v (%.0f req/s), %d payment intents by %d callers, 1 DynamoDB restart
+  status mix         %s
+  environments       %d started, %d replaced, %d throttled
+  payment rows       %d: %d without a request, %d keys charged twice
+  2xx replayable     %d of %d byte for byte
+  wrong owner        %d responses carried another caller's payment; %d scope leaks (422)
+  unrecorded         %d charges answered but without a row (logged for reconciliation)`,
+		requests, elapsed.Round(time.Millisecond), float64(requests)/elapsed.Seconds(), len(intents), len(chaosCallers),
+		mix.String(),
+		s.Started, s.Replaced, s.Throttled,
+		rowCount, orphanRows, chargedTwice,
+		replayable, replayable+notReplayable,
+		wrongOwner, reused422,
+		unrecorded)
+	if twoAnswers > 0 {
+		t.Errorf("%d keys got two different 201 answers", twoAnswers)
+	}
+}
