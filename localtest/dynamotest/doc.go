@@ -2,7 +2,14 @@
 // endpoint share: a client for the test endpoint ([Client]), and the tables
 // of template.yaml created under names unique to the test and deleted when
 // it ends ([CreateTables]), so that tests run on the deployed schema and
-// never see each other's items.
+// never see each other's items. Outside this repository, where there is
+// no template.yaml, [IdempotencyTable] creates the idempotency table from
+// the schema built into pkg/dynamostore (dynamostore.TableInput).
+//
+// From another module, start a local server with withdynalite (see
+// localtest/cmd/withdynalite: -dynalite or DYNALITE_BIN name a dynalite
+// install) or point AWS_ENDPOINT_URL_DYNAMODB at any DynamoDB-compatible
+// endpoint (DynamoDB Local, LocalStack).
 //
 // The endpoint comes from AWS_ENDPOINT_URL_DYNAMODB through
 // [github.com/lambda-dedupe/dedupe/localtest/dynalite.Endpoint]: without it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 // region is the region of the clients [Client] returns. Local servers
@@ -53,7 +54,12 @@ func tables(t testing.TB, names map[string]string, logicalIDs []string) []infra.
 	t.Helper()
 	path, err := infra.FindTemplate()
 	if err != nil {
-		t.Fatalf("dynamotest: %v", err)
+		// Outside this repository: the idempotency table's schema is
+		// built in, every other table needs the template.
+		if builtin := builtinTables(names, logicalIDs); builtin != nil {
+			return builtin
+		}
+		t.Fatalf("dynamotest: %v (only %s is available without it)", err, IdempotencyTableID)
 		return nil
 	}
 	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: names})
@@ -79,8 +85,9 @@ func tables(t testing.TB, names map[string]string, logicalIDs []string) []infra.
 }
 
 // CreateTables creates the tables of template.yaml with the given logical
-// ids (at least one) on c's endpoint, each under a name from [UniqueName]
-// with its logical id as prefix, and waits until they are ACTIVE, with
+// ids (at least one) on c's endpoint (in another module, without a
+// template.yaml, only IdempotencyTableID, from dynamostore.TableInput),
+// each under a name from [UniqueName] with its logical id as prefix, and waits until they are ACTIVE, with
 // [infra.EnsureTables]. It returns the names by logical id, and deletes the
 // tables when the test ends (t.Cleanup). It fails t when a table cannot be
 // created within a minute or is not in the template.
@@ -111,4 +118,38 @@ func CreateTables(t testing.TB, c *dynamodb.Client, logicalIDs ...string) map[st
 		return nil
 	}
 	return names
+}
+
+// IdempotencyTableID is the logical id of the idempotency table in
+// template.yaml, and the one table CreateTables creates without it.
+const IdempotencyTableID = "IdempotencyTable"
+
+// IdempotencyTable creates an idempotency table with the schema of
+// dynamostore.TableInput (the template's, with TTL on expires_at) on c's
+// endpoint under a UniqueName, waits until it is ACTIVE and returns its
+// name; the table is deleted when the test ends. It needs no template, so
+// tests in other modules can use it:
+//
+//	client := dynamotest.Client(t)
+//	store, err := dynamostore.New(client, dynamostore.Options{Table: dynamotest.IdempotencyTable(t, client)})
+func IdempotencyTable(t testing.TB, c *dynamodb.Client) string {
+	t.Helper()
+	return CreateTables(t, c, IdempotencyTableID)[IdempotencyTableID]
+}
+
+// builtinTables returns the built-in tables for logicalIDs, or nil when
+// one of them is not built in.
+func builtinTables(names map[string]string, logicalIDs []string) []infra.Table {
+	out := make([]infra.Table, 0, len(logicalIDs))
+	for _, id := range logicalIDs {
+		if id != IdempotencyTableID {
+			return nil
+		}
+		out = append(out, infra.Table{
+			LogicalID:    id,
+			Input:        dynamostore.TableInput(names[id]),
+			TTLAttribute: dynamostore.DefaultAttributes().ExpiresAt,
+		})
+	}
+	return out
 }

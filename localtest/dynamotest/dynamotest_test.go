@@ -108,6 +108,23 @@ func TestCreateTables(t *testing.T) {
 	}
 }
 
+// In another module there is no template.yaml: the idempotency table is
+// built in.
+func TestIdempotencyTableWithoutTemplate(t *testing.T) {
+	client := dynamotest.Client(t)
+	t.Chdir(t.TempDir())
+	name := dynamotest.IdempotencyTable(t, client)
+	out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil || len(out.Table.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("DescribeTable(%s) = %v; want the table with its in-flight index", name, err)
+	}
+	f := &fakeTB{TB: t}
+	dynamotest.CreateTables(f, client, "PaymentsTable")
+	if f.failed == "" {
+		t.Errorf("CreateTables(PaymentsTable) without a template did not fail")
+	}
+}
+
 func TestServerKind(t *testing.T) {
 	tests := []struct {
 		name, value string

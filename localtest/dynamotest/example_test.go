@@ -29,3 +29,15 @@ func ExampleUniqueName() {
 	fmt.Println(strings.HasPrefix(name, "dedupe-test-"), len(name))
 	// Output: true 24
 }
+
+// A test in another module: no template.yaml needed.
+func ExampleIdempotencyTable() {
+	_ = func(t *testing.T) {
+		client := dynamotest.Client(t)
+		store, err := dynamostore.New(client, dynamostore.Options{Table: dynamotest.IdempotencyTable(t, client)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = store
+	}
+}

@@ -63,6 +63,33 @@ type Config struct {
 	// the one logger: the adapters use it too. Nil means no logging.
 	Logger *slog.Logger
 
+	// Heartbeat, when positive and the store implements LeaseExtender,
+	// renews the lease every Heartbeat while the guarded function runs,
+	// each time to the lease a claim at that moment would take (without a
+	// context deadline: DefaultLease). Leases can then stay short where
+	// there is no deadline (containers): set DefaultLease to a few
+	// Heartbeats (a beat that comes after the lease ran out finds it lost). Renewals are fenced by the owner token; when one finds
+	// the key taken over, the function's context is cancelled with cause
+	// ErrLeaseLost. They stop, and are waited for, before the guard
+	// records or releases anything. Zero means no renewal. See the README
+	// section "Long work: lease renewal and a minimum hold".
+	Heartbeat time.Duration
+
+	// NewTicker returns the ticks of the heartbeat and a function that
+	// stops them. Nil means time.NewTicker. Tests inject a channel they
+	// send on, so no test waits for real time.
+	NewTicker func(d time.Duration) (ticks <-chan time.Time, stop func())
+
+	// MinHold is the shortest lease a claim takes, for work whose
+	// outcome is unknown after a timeout (a withdrawal sent to a bank
+	// that did not answer): a retry gets ErrInProgress (409 with
+	// Retry-After) until MinHold after the claim, rather than running the
+	// work again when the invocation's lease runs out. A function error
+	// that wraps context.DeadlineExceeded or context.Canceled keeps the
+	// key for the rest of its lease instead of releasing it. Zero means
+	// no minimum: the lease follows the context deadline.
+	MinHold time.Duration
+
 	// LogKeys logs the stored key itself instead of its KeyRef. Keys can
 	// carry personal data; leave it off in production.
 	LogKeys bool
@@ -115,6 +142,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.Now == nil {
 		out.Now = time.Now
+	}
+	if out.NewTicker == nil {
+		out.NewTicker = newTicker
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)

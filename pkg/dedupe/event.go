@@ -2,11 +2,7 @@ package dedupe
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -29,38 +25,18 @@ import (
 // payload), ErrResultOmitted (the first value was too large to keep; fn
 // is never run again) and store failures return the zero T.
 //
+// Do gives the same answer in one value that also tells a replay from a
+// fresh run.
+//
 // For an EventBridge event the ID is the natural key:
 //
 //	v, err := dedupe.RunJSON(ctx, g, ev.ID, ev.Detail, process)
 func RunJSON[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	var fresh T
-	var ran bool
-	out, err := g.Run(ctx, key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
-		v, err := fn(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		fresh, ran = v, true
-		body, err := json.Marshal(v)
-		if err != nil {
-			// The side effect happened: record the run without its value
-			// rather than release the key for a retry to repeat it.
-			return Result{}, &unencodableError{err: err}
-		}
-		return Result{Body: body}, nil
-	})
-	if ran {
-		return fresh, err
-	}
-	var zero T
+	a, err := Do(ctx, g, key, payload, fn)
 	if err != nil {
-		return zero, err
+		return a.Value, err
 	}
-	var v T
-	if err := json.Unmarshal(out.Result.Body, &v); err != nil {
-		return zero, fmt.Errorf("decode replayed result of %s: %w", KeyRef(g.Key(key)), err)
-	}
-	return v, nil
+	return a.Value, a.Warning
 }
 
 // SQSKeyAttribute is the message attribute SQSBatch reads the idempotency
@@ -69,13 +45,31 @@ const SQSKeyAttribute = "Idempotency-Key"
 
 // SQSConfig configures SQSBatch. The zero value (or a nil *SQSConfig) is
 // valid: keys come from the Idempotency-Key string attribute, else the
-// message ID, and nothing is logged.
+// message ID; the body is fingerprinted; nothing is logged.
+//
+// Key by the message ID to absorb SQS's own redeliveries (at-least-once
+// delivery, a visibility timeout that ran out). Key by a business field
+// (an order ID in the body, or the Idempotency-Key attribute the producer
+// sets) to absorb a producer's re-sends too, which get a new message ID;
+// then fingerprint only the fields that identify the request (Fingerprint
+// with JSONFields), or a re-send with a fresh timestamp is refused as a
+// different request with the same key and fails until the dead-letter
+// queue.
 type SQSConfig struct {
 	// Key returns a message's idempotency key; an empty key fails the
 	// message. Nil means the string message attribute SQSKeyAttribute when
 	// present (a key the producer chose, which survives a producer's own
 	// retries), else the message ID (which survives SQS redeliveries).
 	Key func(events.SQSMessage) string
+
+	// Fingerprint returns the bytes fingerprinted for a message
+	// (CanonicalJSON when they are JSON); an error fails the message. Nil
+	// means the whole body.
+	Fingerprint func(events.SQSMessage) ([]byte, error)
+
+	// OnItem, when set, is called once per message, in order, with its
+	// outcome: log or meter duplicates here.
+	OnItem func(ItemOutcome)
 
 	// Logger receives one line per failed or unrecorded message, beside
 	// the guard's event. Nil means the guard's Config.Logger.
@@ -91,8 +85,9 @@ type SQSConfig struct {
 //	}
 //
 // Messages are processed one after another, in order. The message body is
-// fingerprinted (CanonicalJSON when it is JSON). A message is reported as
-// failed, so SQS delivers it again, when fn returns an error, when another
+// fingerprinted (CanonicalJSON when it is JSON) unless
+// SQSConfig.Fingerprint says otherwise. A message is reported as failed,
+// so SQS delivers it again, when fn returns an error, when another
 // invocation is still processing its key, when its key is empty, when its
 // key was used with a different body (it will reach the dead-letter queue
 // for inspection), or when the store fails. A duplicate of a message that
@@ -100,7 +95,8 @@ type SQSConfig struct {
 // not failed: fn does not run again. On a FIFO queue (source ARN ending in
 // ".fifo") the first failure fails every later message too, unprocessed,
 // to keep their order. A panic in fn is re-raised after its key is
-// released, failing the whole batch.
+// released, failing the whole batch. SQSConfig.OnItem sees every
+// message's ItemOutcome.
 func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
 	var c SQSConfig
 	if cfg != nil {
@@ -109,40 +105,22 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 	if c.Key == nil {
 		c.Key = defaultSQSKey
 	}
-	if c.Logger == nil {
-		c.Logger = g.cfg.Logger
+	if c.Fingerprint == nil {
+		c.Fingerprint = func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil }
 	}
-	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-	failed := false
-	for _, msg := range ev.Records {
-		if failed && strings.HasSuffix(msg.EventSourceARN, ".fifo") {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			continue
-		}
-		err := sqsMessage(ctx, g, c.Key(msg), msg, fn)
-		switch {
-		case err == nil:
-		case errors.Is(err, ErrNotStored), errors.Is(err, ErrResultTooLarge),
-			errors.Is(err, ErrRanUnguarded), errors.Is(err, ErrResultOmitted):
-			c.Logger.Warn("dedupe: message processed, not recorded for dedupe", "messageId", msg.MessageId, "err", err)
-		default:
-			c.Logger.Warn("dedupe: message failed, SQS will redeliver", "messageId", msg.MessageId, "err", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			failed = true
-		}
+	msgs := ev.Records
+	failed := newBatchCore(g, c.Logger, c.OnItem, false).run(ctx, len(msgs),
+		func(i int) batchItem {
+			m := msgs[i]
+			return batchItem{id: m.MessageId, key: c.Key(m), ordered: isFIFO(m.EventSourceARN),
+				payload: func() ([]byte, error) { return c.Fingerprint(m) }}
+		},
+		func(ctx context.Context, i int) error { return fn(ctx, msgs[i]) })
+	resp := events.SQSEventResponse{BatchItemFailures: make([]events.SQSBatchItemFailure, 0, len(failed))}
+	for _, id := range failed {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
 	return resp
-}
-
-// sqsMessage runs fn for one message under key.
-func sqsMessage(ctx context.Context, g *Guard, key string, msg events.SQSMessage, fn func(context.Context, events.SQSMessage) error) error {
-	if key == "" {
-		return fmt.Errorf("message %s: %w", msg.MessageId, ErrInvalidKey)
-	}
-	_, err := g.Run(ctx, key, Fingerprint([]byte(msg.Body)), func(ctx context.Context) (Result, error) {
-		return Result{}, fn(ctx, msg)
-	})
-	return err
 }
 
 // defaultSQSKey is the default SQSConfig.Key.

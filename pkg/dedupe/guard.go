@@ -33,6 +33,9 @@ type Call struct {
 	// rejects releases the key so that a retry runs again (HTTP uses it to
 	// release 5xx answers). Nil keeps every result.
 	Keep func(Result) bool
+	// Retention overrides Config.Retention for this call: how long its
+	// completed record is replayed. Zero means the guard's.
+	Retention time.Duration
 }
 
 // Outcome is what a guarded call produced.
@@ -46,6 +49,8 @@ type Outcome struct {
 	// result for replay.
 	Stored bool
 	// Record is the record claimed (fresh run) or found (duplicate).
+	// After a fresh run it is the IN_PROGRESS record as claimed (no
+	// result, the claim's lease), not the completed one.
 	Record Record
 }
 
@@ -184,7 +189,7 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 				Token:       token,
 				Now:         now,
 				LeaseUntil:  leaseUntil,
-				ExpiresAt:   leaseUntil.Add(g.cfg.Retention),
+				ExpiresAt:   leaseUntil.Add(g.retention(call)),
 			})
 		})
 		if err != nil {
@@ -302,10 +307,17 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func, ev *Event) (Outcome, error) {
 	start := time.Now()
-	result, err := g.invoke(ctx, key, token, fn, ev)
+	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
+	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn), ev)
 	ev.HandlerLatency = time.Since(start)
 	var unencodable *unencodableError
 	omit := errors.As(err, &unencodable)
+	if err != nil && !omit && g.holds(err) {
+		// Config.MinHold: the work's outcome is unknown; keep the key
+		// until its lease ends rather than let a retry repeat it now.
+		ev.Outcome, ev.Err = OutcomeHeld, err
+		return Outcome{Record: rec}, err
+	}
 	if err != nil && !omit {
 		ev.Outcome, ev.Err = OutcomeReleased, err
 		if rerr := g.release(ctx, key, token, ev); rerr != nil {
@@ -335,7 +347,7 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 				Token:      token,
 				Result:     result,
 				Now:        now,
-				ExpiresAt:  now.Add(g.cfg.Retention),
+				ExpiresAt:  now.Add(g.retention(call)),
 				OmitResult: omit,
 			})
 		})
@@ -353,7 +365,7 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 		out.Stored = true
 		if c := g.cfg.Cache; c != nil {
 			c.put(Record{Key: key, Status: StatusCompleted, Fingerprint: call.Fingerprint, Token: token,
-				Result: &result, ExpiresAt: time.Unix(now.Add(g.cfg.Retention).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now})
+				Result: &result, ExpiresAt: time.Unix(now.Add(g.retention(call)).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now})
 		}
 		return out, nil
 	case errors.Is(err, ErrResultTooLarge):
@@ -427,7 +439,8 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error, ev *Ev
 
 // lease returns the lease for a claim at now: the time left until the
 // context deadline, capped at MaxLease, plus LeaseMargin; DefaultLease
-// when the context has no deadline. The margin is added
+// when the context has no deadline; never less than Config.MinHold. The
+// margin is added
 // after the cap, so a lease always outlives the invocation that holds it,
 // even one near Lambda's 900 s limit.
 //
@@ -437,7 +450,7 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error, ev *Ev
 func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return g.cfg.DefaultLease
+		return max(g.cfg.DefaultLease, g.cfg.MinHold)
 	}
 	d := deadline.Sub(now)
 	if d < 0 {
@@ -446,5 +459,5 @@ func (g *Guard) lease(ctx context.Context, now time.Time) time.Duration {
 	if d > g.cfg.MaxLease {
 		d = g.cfg.MaxLease
 	}
-	return d + g.cfg.LeaseMargin
+	return max(d+g.cfg.LeaseMargin, g.cfg.MinHold)
 }

@@ -116,6 +116,33 @@ type HTTPConfig struct {
 	// SharedScope. Nil means the guard's Config.Logger, which also
 	// receives the one event of every guarded request; set that one.
 	Logger *slog.Logger
+
+	// KeyHeader names the request header (case-insensitive) that carries
+	// the idempotency key instead of Idempotency-Key, e.g. "X-Request-Id".
+	// Its value is parsed as ParseKey parses Idempotency-Key. Empty means
+	// HeaderIdempotencyKey. Ignored when Key is set.
+	KeyHeader string
+
+	// Key returns the idempotency key of a request from anything in it
+	// (the adapter's event, see above): a header, a path parameter, a
+	// field of the body. "" means the request has none (RequireKey then
+	// decides). The key must be 1 to 255 printable ASCII characters, else
+	// the request is refused with 400. Nil means the KeyHeader header.
+	Key func(req any) string
+
+	// FingerprintBody returns what of the body enters the fingerprint
+	// (CanonicalJSON when it is JSON), e.g. JSONFields(body, "amount",
+	// "currency") to validate only the fields that identify the request,
+	// or WithoutJSONFields(body, "sentAt"). An error refuses the request
+	// with 400 (ProblemBodyUnreadable) before anything is claimed. Nil
+	// means the whole body. Method, route, path parameters, query and
+	// FingerprintHeaders enter the fingerprint whatever it returns.
+	FingerprintBody func(req any, body []byte) ([]byte, error)
+
+	// Retention returns how long a completed request on route is
+	// replayed, overriding Config.Retention for it; zero means the
+	// guard's. Nil means the guard's for every route.
+	Retention func(route string) time.Duration
 }
 
 // DefaultKeep is the default HTTPConfig.Keep: every status below 500 is
@@ -183,6 +210,7 @@ type httpCore struct {
 	keep       func(Result) bool
 	onReplay   func(context.Context, *Result)
 	log        *slog.Logger
+	opts       httpOptions
 	typical    routeDurations
 }
 
@@ -227,6 +255,7 @@ func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 	if core.log == nil {
 		core.log = g.cfg.Logger
 	}
+	core.opts = newHTTPOptions(&c)
 	if core.shared {
 		core.log.Warn("dedupe: SharedScope is on: guarded requests without a principal share one key space per route")
 	}
@@ -264,7 +293,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	if route == "" {
 		return refuse(OutcomeInvalidRequest, ProblemInternal, errEmptyRoute)
 	}
-	raw, n := ev.keyHeader()
+	raw, n := c.opts.keyValue(ev)
 	switch {
 	case n == 0 && c.requireKey != nil && c.requireKey(route):
 		return refuse(OutcomeMissingKey, ProblemKeyMissing, nil)
@@ -274,7 +303,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	case n > 1:
 		return refuse(OutcomeInvalidKey, ProblemKeyInvalid, errRepeatedKey)
 	}
-	key, err := ParseKey(raw)
+	key, err := c.opts.parseKey(raw)
 	if err != nil {
 		return refuse(OutcomeInvalidKey, ProblemKeyInvalid, err)
 	}
@@ -285,6 +314,10 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	case err != nil:
 		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, err)
 	}
+	fpBody, err := c.opts.fingerprintBody(ev.raw(), body)
+	if err != nil {
+		return problemResult(ProblemBodyUnreadable, 0), true, nil
+	}
 
 	principal := c.principal(ev.raw())
 	if principal == "" && !c.shared {
@@ -292,8 +325,9 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	call := Call{
 		Key:         scopeKey(ev.scope(), route, principal, key),
-		Fingerprint: c.fingerprint(method, route, ev, body),
+		Fingerprint: c.fingerprint(method, route, ev, fpBody),
 		Keep:        c.keep,
+		Retention:   c.opts.retention(route),
 	}
 	var ran bool
 	var handlerErr error

@@ -71,3 +71,11 @@ func TestHTTPResultTooLargeDynamoDB(t *testing.T) {
 		t.Errorf("retry = %d %q, %v after %d runs; want a 409 %s after 1", again.StatusCode, again.Body, err, runs, dedupe.ProblemResultUnavailable)
 	}
 }
+
+func TestReuseDynamoDB(t *testing.T) {
+	runReuse(t, dynamoBackend(t, dynamostore.Options{}))
+}
+
+func TestLeaseRenewalDynamoDB(t *testing.T) {
+	runLease(t, dynamoBackend(t, dynamostore.Options{}))
+}

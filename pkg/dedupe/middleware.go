@@ -47,7 +47,8 @@ func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 					return Result{}, nil
 				}
 				rec := &recorder{ResponseWriter: w}
-				next.ServeHTTP(rec, ev.r)
+				// ctx carries the claim (ClaimFrom).
+				next.ServeHTTP(rec, ev.r.WithContext(ctx))
 				return rec.result(), nil
 			})
 			if !respond {

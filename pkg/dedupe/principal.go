@@ -14,7 +14,9 @@ import (
 // caller's identity from the event's request context. It accepts the
 // adapters' events as pointers or values: *events.APIGatewayV2HTTPRequest,
 // *events.APIGatewayProxyRequest, *events.LambdaFunctionURLRequest, or the
-// same types without the pointer.
+// same types without the pointer. JWT claims and authorizer contexts may
+// be map[string]any, map[string]string or a JSON object in a string, as
+// hand-built events and API Gateway's own encodings carry them.
 //
 // The rule is: when a request carries any authorizer identity or context,
 // the principal is derived from it, never the shared scope. In order:

@@ -78,7 +78,10 @@ type Store struct {
 	maxItemBytes  int
 }
 
-var _ dedupe.Store = (*Store)(nil)
+var (
+	_ dedupe.Store         = (*Store)(nil)
+	_ dedupe.LeaseExtender = (*Store)(nil)
+)
 
 // New returns a Store that keeps records in opts.Table through client. It
 // never loads AWS configuration, reads the environment or starts
@@ -350,6 +353,45 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	}
 	if err != nil {
 		return wrapErr("release", key, err)
+	}
+	return nil
+}
+
+// Extend implements dedupe.LeaseExtender with one UpdateItem conditioned
+// on owner = :token AND status = IN_PROGRESS AND expires_at >= :now_s AND
+// lease_expires_at >= :now_ms. It
+// sets lease_expires_at, expires_at and updated_at; the record stays in
+// the in-flight index, where the reaper now sees the later lease end.
+func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("dynamostore: extend: %w", err)
+	}
+	a := s.attr
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(req.Key),
+		UpdateExpression:    aws.String("SET #lease = :lease, #exp = :exp, #upd = :upd"),
+		ConditionExpression: aws.String("#owner = :tok AND #status = :inprog AND #exp >= :now AND #lease >= :nowms"),
+		ExpressionAttributeNames: map[string]string{
+			"#owner": a.Owner, "#status": a.Status, "#lease": a.LeaseExpiresAt,
+			"#exp": a.ExpiresAt, "#upd": a.UpdatedAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok":    str(req.Token),
+			":inprog": str(string(dedupe.StatusInProgress)),
+			":lease":  num(req.LeaseUntil.UnixMilli()),
+			":exp":    num(req.ExpiresAt.Unix()),
+			":upd":    num(req.Now.UnixMilli()),
+			":now":    num(req.Now.Unix()),
+			":nowms":  num(req.Now.UnixMilli()),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("dynamostore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
+	}
+	if err != nil {
+		return wrapErr("extend", req.Key, err)
 	}
 	return nil
 }

@@ -19,7 +19,10 @@ type Store struct {
 	records map[string]dedupe.Record
 }
 
-var _ dedupe.Store = (*Store)(nil)
+var (
+	_ dedupe.Store         = (*Store)(nil)
+	_ dedupe.LeaseExtender = (*Store)(nil)
+)
 
 // New returns an empty Store.
 func New() *Store {
@@ -96,6 +99,27 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	}
 	rec.LeaseExpiresAt = time.UnixMilli(0)
 	s.records[key] = rec
+	return nil
+}
+
+// Extend implements dedupe.LeaseExtender.
+func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: extend: %w", err)
+	}
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("memstore: extend: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[req.Key]
+	if !ok || rec.Token != req.Token || rec.Status != dedupe.StatusInProgress || rec.Expired(req.Now) || rec.LeaseExpired(req.Now) {
+		return fmt.Errorf("memstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
+	}
+	rec.LeaseExpiresAt = req.LeaseUntil.Truncate(time.Millisecond)
+	rec.ExpiresAt = time.Unix(req.ExpiresAt.Unix(), 0)
+	rec.UpdatedAt = req.Now.Truncate(time.Millisecond)
+	s.records[req.Key] = rec
 	return nil
 }
 

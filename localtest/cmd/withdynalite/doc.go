@@ -3,7 +3,15 @@
 //
 // Usage:
 //
-//	go run ./localtest/cmd/withdynalite [-v] [-server dynalite|moto|URL] -- CMD [ARGS...]
+//	go run ./localtest/cmd/withdynalite [-v] [-server dynalite|moto|URL] [-dynalite PATH] -- CMD [ARGS...]
+//
+// From another module, install it with
+// `go install github.com/lambda-dedupe/dedupe/localtest/cmd/withdynalite@latest`
+// and dynalite with `npm install --prefix ~/.dynalite dynalite`, then run
+// `DYNALITE_BIN=~/.dynalite/node_modules/.bin/dynalite withdynalite -- go test ./...`.
+// -dynalite (default $DYNALITE_BIN) names the dynalite executable;
+// without either, it is localtest/node_modules/.bin/dynalite under the
+// current module's root, as `make deps` installs it in this repository.
 //
 // The server is the -server flag, else the DEDUPE_DYNAMODB environment
 // variable, else the endpoint already in AWS_ENDPOINT_URL_DYNAMODB, else

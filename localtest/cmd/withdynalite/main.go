@@ -26,6 +26,9 @@ var localDefaults = []struct{ name, value string }{
 	{"AWS_REGION", "us-east-1"},
 }
 
+// envBin names the dynalite executable when -dynalite is not given.
+const envBin = "DYNALITE_BIN"
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 }
@@ -37,8 +40,10 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "copy the started server's output to standard error")
 	server := fs.String("server", "", "`dynalite`, moto or an endpoint URL (default: $"+dynamotest.EnvSelect+
 		", else a preset $"+dynalite.EnvEndpoint+", else dynalite)")
+	bin := fs.String("dynalite", getenv(env, envBin),
+		"the dynalite executable (default $"+envBin+", else localtest/node_modules/.bin/dynalite under the module root)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: withdynalite [-v] [-server dynalite|moto|URL] -- CMD [ARGS...]")
+		fmt.Fprintln(stderr, "usage: withdynalite [-v] [-server dynalite|moto|URL] [-dynalite PATH] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +71,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if *verbose {
 			out = stderr
 		}
-		srv, err := startServer(choice.kind, out)
+		srv, err := startServer(choice.kind, *bin, out)
 		if err != nil {
 			fmt.Fprintf(stderr, "withdynalite: %v\n", err)
 			return 1
@@ -148,13 +153,14 @@ type stopper interface {
 
 // startServer starts dynalite or moto_server, copying its output to out
 // when out is not nil, giving up early on SIGINT or SIGTERM.
-func startServer(kind dynamotest.Server, out io.Writer) (stopper, error) {
+// bin is the dynalite executable, "" for the default.
+func startServer(kind dynamotest.Server, bin string, out io.Writer) (stopper, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if kind == dynamotest.Moto {
 		return moto.Start(ctx, moto.Options{Output: out})
 	}
-	return dynalite.Start(ctx, dynalite.Options{Output: out})
+	return dynalite.Start(ctx, dynalite.Options{Bin: bin, Output: out})
 }
 
 // exitCode turns cmd.Wait's error into an exit code.

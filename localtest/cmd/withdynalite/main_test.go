@@ -131,6 +131,19 @@ func TestRun(t *testing.T) {
 			wantInErr: "want dynalite, moto or an http(s) endpoint URL",
 		},
 		{
+			name:      "-dynalite names the executable",
+			args:      []string{"-server", "dynalite", "-dynalite", "/no/such/dynalite", "--", self},
+			wantCode:  1,
+			wantInErr: "/no/such/dynalite",
+		},
+		{
+			name:      "DYNALITE_BIN names the executable",
+			env:       []string{"DYNALITE_BIN=/no/such/dynalite-bin"},
+			args:      []string{"-server", "dynalite", "--", self},
+			wantCode:  1,
+			wantInErr: "/no/such/dynalite-bin",
+		},
+		{
 			name:      "no command",
 			env:       []string{dynalite.EnvEndpoint + "=http://localhost:8000"},
 			wantCode:  2,

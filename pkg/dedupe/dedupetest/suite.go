@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"OmitResult", testOmitResult},
 		{"KeyLimits", testKeyLimits},
 		{"MiddlewareReplayExact", testMiddlewareReplayExact},
+		{"ExtendLease", testExtend},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

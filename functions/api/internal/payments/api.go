@@ -143,7 +143,14 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 			"The request body is not a valid payment; see errors.", map[string]any{"errors": errs}), nil
 	}
 
-	status, err := a.processor.Charge(ctx, amount, currency, source)
+	// The processor deduplicates too, on a key derived from the claim:
+	// a retry after a charge whose payment was not recorded is answered
+	// by the processor, not charged twice. Unguarded requests have none.
+	var processorKey string
+	if c, ok := dedupe.ClaimFrom(ctx); ok {
+		processorKey = c.DownstreamKey()
+	}
+	status, err := a.processor.Charge(ctx, amount, currency, source, processorKey)
 	switch {
 	case errors.Is(err, ErrInvalidSource):
 		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid payment request",

@@ -45,14 +45,19 @@ type countingProcessor struct {
 	payments.Processor
 	charges atomic.Int32
 	started chan string // receives each source as its charge starts, if set
+	mu      sync.Mutex
+	keys    []string // the idempotency keys passed, in order
 }
 
-func (p *countingProcessor) Charge(ctx context.Context, amount int64, currency, source string) (payments.Status, error) {
+func (p *countingProcessor) Charge(ctx context.Context, amount int64, currency, source, key string) (payments.Status, error) {
 	p.charges.Add(1)
+	p.mu.Lock()
+	p.keys = append(p.keys, key)
+	p.mu.Unlock()
 	if p.started != nil {
 		p.started <- source
 	}
-	return p.Processor.Charge(ctx, amount, currency, source)
+	return p.Processor.Charge(ctx, amount, currency, source, key)
 }
 
 // backend provides the two stores of a test world.

@@ -3,6 +3,7 @@ package payments
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -13,7 +14,15 @@ type Processor interface {
 	// answered; an error wrapping ErrInvalidSource for an unknown source
 	// or ErrProcessor when the processor failed (nothing was charged); or
 	// the context's error.
-	Charge(ctx context.Context, amount int64, currency, source string) (Status, error)
+	//
+	// idempotencyKey, when not empty, is the processor's own idempotency
+	// key, as real processors take one: a second charge with the same key
+	// is answered with the first one's outcome and charges nothing. The
+	// API passes dedupe.Claim.DownstreamKey, which closes the window the
+	// idempotency table cannot: the charge went through, but its payment
+	// could not be recorded (or the invocation died), and the retry runs
+	// the handler again.
+	Charge(ctx context.Context, amount int64, currency, source, idempotencyKey string) (Status, error)
 }
 
 // The test tokens SimulatedProcessor knows, modelled on a real processor's
@@ -49,10 +58,49 @@ type SimulatedProcessor struct {
 	// returns and Lambda ends the invocation. Once Hang is closed, the
 	// charge fails with ErrProcessor.
 	Hang <-chan struct{}
+
+	mu      sync.Mutex
+	byKey   map[string]Status // answered charges by idempotency key
+	charged int               // charges that went through
 }
 
-// Charge implements Processor.
-func (p *SimulatedProcessor) Charge(ctx context.Context, amount int64, currency, source string) (Status, error) {
+// Charged returns how many charges succeeded or were declined, replays
+// by idempotency key not counted: what a card statement would show.
+func (p *SimulatedProcessor) Charged() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.charged
+}
+
+// Charge implements Processor. Outcomes with an idempotency key are
+// remembered for the life of p (one execution environment: a simulation
+// of a processor's own store), and replayed to the same key.
+func (p *SimulatedProcessor) Charge(ctx context.Context, amount int64, currency, source, idempotencyKey string) (Status, error) {
+	if idempotencyKey != "" {
+		p.mu.Lock()
+		st, ok := p.byKey[idempotencyKey]
+		p.mu.Unlock()
+		if ok {
+			return st, nil
+		}
+	}
+	st, err := p.charge(ctx, source)
+	if err == nil {
+		p.mu.Lock()
+		p.charged++
+		if idempotencyKey != "" {
+			if p.byKey == nil {
+				p.byKey = make(map[string]Status)
+			}
+			p.byKey[idempotencyKey] = st
+		}
+		p.mu.Unlock()
+	}
+	return st, err
+}
+
+// charge decides a charge by its source token.
+func (p *SimulatedProcessor) charge(ctx context.Context, source string) (Status, error) {
 	switch source {
 	case TokVisa:
 		return StatusSucceeded, nil

@@ -32,7 +32,7 @@ func TestSimulatedProcessor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.p.Charge(tt.ctx, 100, "EUR", tt.source)
+			got, err := tt.p.Charge(tt.ctx, 100, "EUR", tt.source, "")
 			if got != tt.want || !errors.Is(err, tt.err) || (tt.err == nil) != (err == nil) {
 				t.Errorf("Charge(%s) = %q, %v; want %q, %v", tt.source, got, err, tt.want, tt.err)
 			}
@@ -44,6 +44,6 @@ func TestSimulatedProcessor(t *testing.T) {
 				t.Error("tok_panic did not panic")
 			}
 		}()
-		(&payments.SimulatedProcessor{}).Charge(context.Background(), 100, "EUR", payments.TokPanic)
+		(&payments.SimulatedProcessor{}).Charge(context.Background(), 100, "EUR", payments.TokPanic, "")
 	})
 }

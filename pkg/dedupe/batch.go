@@ -1,0 +1,281 @@
+package dedupe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ItemStatus is what a batch adapter did with one message or record.
+type ItemStatus string
+
+// The statuses an ItemOutcome reports.
+const (
+	// ItemProcessed: fn ran and its completion was recorded.
+	ItemProcessed ItemStatus = "processed"
+	// ItemDuplicate: fn did not run, because the key was processed
+	// before (a replay, or a first run whose result was too large to
+	// keep). Meter these to see how often a source redelivers.
+	ItemDuplicate ItemStatus = "duplicate"
+	// ItemUnrecorded: fn ran and succeeded but its completion could not
+	// be recorded (ErrNotStored, ErrResultTooLarge, ErrRanUnguarded). The
+	// item is not failed; a later redelivery may run fn again.
+	ItemUnrecorded ItemStatus = "unrecorded"
+	// ItemFailed: the item is reported for redelivery: fn failed, another
+	// invocation holds its key, its key was used with a different payload,
+	// its key or fingerprint could not be computed, or the store failed.
+	ItemFailed ItemStatus = "failed"
+	// ItemSkipped: the item was not attempted, because an earlier one
+	// failed and order must be kept (a FIFO queue, a stream shard). It is
+	// redelivered.
+	ItemSkipped ItemStatus = "skipped"
+)
+
+// ItemOutcome is the outcome of one item of a batch, handed to the
+// adapter's OnItem callback.
+type ItemOutcome struct {
+	// ID is the item's identifier in the partial batch response: the SQS
+	// message ID, or the Kinesis or DynamoDB Streams sequence number.
+	ID string
+	// KeyRef is KeyRef of the stored key (Guard.Key form), "" when the
+	// item had no key or was skipped.
+	KeyRef string
+	// Status says what happened.
+	Status ItemStatus
+	// Err is why the item failed or was not recorded; nil for
+	// ItemProcessed, ItemDuplicate (except ErrResultOmitted) and
+	// ItemSkipped.
+	Err error
+}
+
+// batchItem is one item as the shared batch core sees it.
+type batchItem struct {
+	id      string
+	key     string
+	payload func() ([]byte, error)
+	ordered bool // a failure before it skips it (FIFO queue)
+}
+
+// batchCore runs the items of one batch under a guard, one after another,
+// for SQSBatch, KinesisBatch and DynamoDBBatch.
+type batchCore struct {
+	g      *Guard
+	log    *slog.Logger
+	onItem func(ItemOutcome)
+	// stream: the first failure stops the batch and is the only item
+	// reported (the checkpoint a stream retries from); later items are
+	// skipped. Otherwise every failure is reported and only ordered items
+	// after a failure are skipped.
+	stream bool
+}
+
+func newBatchCore(g *Guard, log *slog.Logger, onItem func(ItemOutcome), stream bool) batchCore {
+	if log == nil {
+		log = g.cfg.Logger
+	}
+	if onItem == nil {
+		onItem = func(ItemOutcome) {}
+	}
+	return batchCore{g: g, log: log, onItem: onItem, stream: stream}
+}
+
+// run processes n items and returns the IDs to report as failed.
+func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn func(context.Context, int) error) []string {
+	failures := []string{}
+	failed := false
+	for i := range n {
+		it := item(i)
+		if failed && (b.stream || it.ordered) {
+			if !b.stream {
+				failures = append(failures, it.id)
+			}
+			b.onItem(ItemOutcome{ID: it.id, Status: ItemSkipped})
+			continue
+		}
+		o := b.one(ctx, it, func(ctx context.Context) error { return fn(ctx, i) })
+		b.onItem(o)
+		switch o.Status {
+		case ItemFailed:
+			b.log.Warn("dedupe: item failed, it will be redelivered", "id", it.id, "key", o.KeyRef, "err", o.Err)
+			failures = append(failures, it.id)
+			failed = true
+		case ItemUnrecorded:
+			b.log.Warn("dedupe: item processed, not recorded for dedupe", "id", it.id, "key", o.KeyRef, "err", o.Err)
+		}
+	}
+	return failures
+}
+
+// one runs a single item.
+func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Context) error) ItemOutcome {
+	o := ItemOutcome{ID: it.id}
+	if it.key == "" {
+		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: empty key: %w", it.id, ErrInvalidKey)
+		return o
+	}
+	o.KeyRef = KeyRef(b.g.Key(it.key))
+	payload, err := it.payload()
+	if err != nil {
+		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: fingerprint: %w", it.id, err)
+		return o
+	}
+	ran := false
+	out, err := b.g.Run(ctx, it.key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
+		ran = true
+		return Result{}, fn(ctx)
+	})
+	o.Err = err
+	switch {
+	case err == nil && out.Replayed:
+		o.Status = ItemDuplicate
+	case err == nil:
+		o.Status = ItemProcessed
+	case errors.Is(err, ErrResultOmitted):
+		o.Status = ItemDuplicate
+	case ran && (errors.Is(err, ErrNotStored) || errors.Is(err, ErrResultTooLarge) || errors.Is(err, ErrRanUnguarded)):
+		o.Status = ItemUnrecorded
+	default:
+		o.Status = ItemFailed
+	}
+	return o
+}
+
+// KinesisConfig configures KinesisBatch. The zero value (or a nil
+// *KinesisConfig) is valid: records are keyed by their event ID and
+// fingerprinted by their data, and nothing is logged.
+type KinesisConfig struct {
+	// Key returns a record's idempotency key; an empty key fails the
+	// record. Nil means the record's EventID (shard and sequence number),
+	// which survives the stream's retries but not a producer's re-put:
+	// key by a business field (an order ID in the data) to deduplicate
+	// those too.
+	Key func(events.KinesisEventRecord) string
+	// Fingerprint returns the bytes fingerprinted for a record
+	// (CanonicalJSON when they are JSON); an error fails the record. Nil
+	// means the record's data. With a business key, return the fields that
+	// identify the request (JSONFields), so a re-put with a new timestamp
+	// is a duplicate, not a conflict.
+	Fingerprint func(events.KinesisEventRecord) ([]byte, error)
+	// OnItem, when set, is called once per record, in order, with its
+	// outcome: log or meter duplicates here.
+	OnItem func(ItemOutcome)
+	// Logger receives one line per failed or unrecorded record, beside
+	// the guard's event. Nil means the guard's Config.Logger.
+	Logger *slog.Logger
+}
+
+// KinesisBatch runs fn at most once per record key of a Kinesis batch
+// and reports the record to retry from as a partial batch failure.
+// Enable ReportBatchItemFailures on the event source mapping and return
+// the response from the handler:
+//
+//	func handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+//		return dedupe.KinesisBatch(ctx, g, ev, nil, process), nil
+//	}
+//
+// Records are processed in order. A shard is ordered, and Lambda retries
+// a stream batch from the lowest sequence number reported, so the first
+// failure ends the batch: that record is the only one reported, and the
+// ones after it are skipped (ItemSkipped) and delivered again. Records
+// that were processed before a retry are duplicates then and do not run
+// again. What fails a record is what fails an SQS message (see SQSBatch).
+// A panic in fn is re-raised after its key is released.
+func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) events.KinesisEventResponse {
+	var c KinesisConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Key == nil {
+		c.Key = func(r events.KinesisEventRecord) string { return r.EventID }
+	}
+	if c.Fingerprint == nil {
+		c.Fingerprint = func(r events.KinesisEventRecord) ([]byte, error) { return r.Kinesis.Data, nil }
+	}
+	recs := ev.Records
+	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
+		func(i int) batchItem {
+			r := recs[i]
+			return batchItem{id: r.Kinesis.SequenceNumber, key: c.Key(r), payload: func() ([]byte, error) { return c.Fingerprint(r) }}
+		},
+		func(ctx context.Context, i int) error { return fn(ctx, recs[i]) })
+	resp := events.KinesisEventResponse{BatchItemFailures: make([]events.KinesisBatchItemFailure, 0, len(failed))}
+	for _, id := range failed {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp
+}
+
+// DynamoDBConfig configures DynamoDBBatch. The zero value (or a nil
+// *DynamoDBConfig) is valid: records are keyed by their event ID and
+// fingerprinted by their event name, keys and images, and nothing is
+// logged.
+type DynamoDBConfig struct {
+	// Key returns a record's idempotency key; an empty key fails the
+	// record. Nil means the record's EventID, unique per change.
+	Key func(events.DynamoDBEventRecord) string
+	// Fingerprint returns the bytes fingerprinted for a record; an error
+	// fails the record. Nil means the JSON of the event name, keys, new
+	// and old image.
+	Fingerprint func(events.DynamoDBEventRecord) ([]byte, error)
+	// OnItem, when set, is called once per record, in order, with its
+	// outcome.
+	OnItem func(ItemOutcome)
+	// Logger receives one line per failed or unrecorded record, beside
+	// the guard's event. Nil means the guard's Config.Logger.
+	Logger *slog.Logger
+}
+
+// DynamoDBBatch is KinesisBatch for DynamoDB Streams: it runs fn at most
+// once per record key and reports the first failed record (by its
+// sequence number) so the stream retries from it; the records after it
+// are skipped and delivered again.
+//
+//	func handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+//		return dedupe.DynamoDBBatch(ctx, g, ev, nil, process), nil
+//	}
+func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) events.DynamoDBEventResponse {
+	var c DynamoDBConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Key == nil {
+		c.Key = func(r events.DynamoDBEventRecord) string { return r.EventID }
+	}
+	if c.Fingerprint == nil {
+		c.Fingerprint = defaultDynamoDBFingerprint
+	}
+	recs := ev.Records
+	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
+		func(i int) batchItem {
+			r := recs[i]
+			return batchItem{id: r.Change.SequenceNumber, key: c.Key(r), payload: func() ([]byte, error) { return c.Fingerprint(r) }}
+		},
+		func(ctx context.Context, i int) error { return fn(ctx, recs[i]) })
+	resp := events.DynamoDBEventResponse{BatchItemFailures: make([]events.DynamoDBBatchItemFailure, 0, len(failed))}
+	for _, id := range failed {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: id})
+	}
+	return resp
+}
+
+// defaultDynamoDBFingerprint is the default DynamoDBConfig.Fingerprint.
+func defaultDynamoDBFingerprint(r events.DynamoDBEventRecord) ([]byte, error) {
+	b, err := json.Marshal(struct {
+		Event    string                                   `json:"event"`
+		Keys     map[string]events.DynamoDBAttributeValue `json:"keys,omitempty"`
+		NewImage map[string]events.DynamoDBAttributeValue `json:"new,omitempty"`
+		OldImage map[string]events.DynamoDBAttributeValue `json:"old,omitempty"`
+	}{r.EventName, r.Change.Keys, r.Change.NewImage, r.Change.OldImage})
+	if err != nil {
+		return nil, fmt.Errorf("encode stream record: %w", err)
+	}
+	return b, nil
+}
+
+// isFIFO reports whether an SQS source ARN names a FIFO queue.
+func isFIFO(arn string) bool { return strings.HasSuffix(arn, ".fifo") }

@@ -1,0 +1,69 @@
+package dedupe
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Claim describes the claim a guarded function runs under. The guard puts
+// it in the function's context (see ClaimFrom) in every adapter: Guard.Run
+// and Guard.Do, RunJSON and Do, SQSBatch, KinesisBatch, DynamoDBBatch,
+// and the HTTP adapters.
+type Claim struct {
+	// Key is the key the store holds, in Guard.Key form: the guard's
+	// prefix, "#" and the call's key (for the HTTP adapters the scoped
+	// key, see the README's "The key's scope"). It may carry personal
+	// data: never log it, log Ref.
+	Key string
+	// Ref is KeyRef(Key), for logs.
+	Ref string
+	// Token is the owner token of this claim. A takeover after the lease
+	// ran out gets a new one.
+	Token string
+	// LeaseUntil is when the lease taken at the claim runs out. With
+	// lease renewal (Config.Heartbeat) the lease may be extended past it.
+	LeaseUntil time.Time
+}
+
+// DownstreamKey returns an idempotency key for a downstream service
+// derived from the claim's key: "dd-" and the hex SHA-256 of Key (67
+// printable ASCII characters), so it fits the limits processors put on
+// their own idempotency keys (Stripe: 255) and exposes nothing of the key.
+// It is the same for every retry of the request, takeovers included: pass
+// it to a payment processor so that a retry after a result the guard
+// could not record (ErrNotStored, a crash after the charge) is
+// deduplicated downstream too.
+func (c Claim) DownstreamKey() string {
+	sum := sha256.Sum256([]byte(c.Key))
+	return "dd-" + hex.EncodeToString(sum[:])
+}
+
+// claimKey is the context key of the Claim.
+type claimKey struct{}
+
+// withClaim returns ctx carrying c.
+func withClaim(ctx context.Context, c Claim) context.Context {
+	return context.WithValue(ctx, claimKey{}, c)
+}
+
+// ClaimFrom returns the claim a guarded function runs under, and false
+// when ctx carries none: outside a guarded call, or when the function ran
+// unguarded (Config.FailOpen after a store failure, an HTTP request
+// without a key or with an unguarded method).
+//
+// The exactly-once window no store can close is the one between the side
+// effect and its record: the function charged the card, then the Complete
+// that records it failed (ErrNotStored) or the invocation died. Once the
+// lease runs out, a retry runs the function again. Close it downstream:
+// pass Claim.DownstreamKey to a service that deduplicates on its own
+// (a payment processor's idempotency key, a conditional write keyed by
+// it), so the second run is answered with the first one's outcome.
+//
+//	claim ─ fn: charge(key) ─ complete ✗ ─ … lease ends ─ retry: charge(key)
+//	                 └─ processor records key     processor replays ┘
+func ClaimFrom(ctx context.Context) (Claim, bool) {
+	c, ok := ctx.Value(claimKey{}).(Claim)
+	return c, ok
+}
