@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lambda-dedupe/dedupe/localtest/internal/proc"
 )
 
 // DefaultStartTimeout is how long [Start] and [Server.Restart] wait for
@@ -75,7 +76,7 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd.Wait has returned
 	err  error         // cmd.Wait's result; read only after done is closed
-	log  *tail
+	log  *proc.Tail
 }
 
 // Start starts dynalite in memory on 127.0.0.1 and returns once it answers
@@ -118,7 +119,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	const attempts = 3
 	for i := 1; ; i++ {
 		if opts.Port == 0 {
-			port, err := freePort()
+			port, err := proc.FreePort()
 			if err != nil {
 				return nil, fmt.Errorf("start dynalite: %w", err)
 			}
@@ -205,7 +206,7 @@ func (s *Server) stopLocked() error {
 	s.proc = nil
 	select {
 	case <-p.done:
-		return fmt.Errorf("%w: %v%s", ErrExited, p.err, p.log.quote())
+		return fmt.Errorf("%w: %v%s", ErrExited, p.err, p.log.Quote("dynalite"))
 	default:
 	}
 	p.kill()
@@ -216,7 +217,7 @@ func (s *Server) stopLocked() error {
 // failure it has killed the process again; the returned process is then
 // only useful for its log.
 func (s *Server) start(ctx context.Context) (*process, error) {
-	p := &process{done: make(chan struct{}), log: &tail{}}
+	p := &process{done: make(chan struct{}), log: &proc.Tail{}}
 	var out io.Writer = p.log
 	if s.output != nil {
 		out = io.MultiWriter(p.log, s.output)
@@ -241,7 +242,7 @@ func (s *Server) start(ctx context.Context) (*process, error) {
 
 	if err := waitReady(ctx, s.Endpoint(), s.timeout, p.done); err != nil {
 		p.kill()
-		return p, fmt.Errorf("start dynalite on port %d: %w%s", s.port, err, p.log.quote())
+		return p, fmt.Errorf("start dynalite on port %d: %w%s", s.port, err, p.log.Quote("dynalite"))
 	}
 	return p, nil
 }
@@ -340,49 +341,4 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail keeps the last few kilobytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailSize = 4096
-
-// Write implements io.Writer.
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - tailSize; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-// String returns what was kept.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// quote returns the kept output as an error-message suffix, or "".
-func (t *tail) quote() string {
-	s := strings.TrimSpace(t.String())
-	if s == "" {
-		return ""
-	}
-	return "\ndynalite output:\n" + s
 }

@@ -5,13 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lambda-dedupe/dedupe/localtest/internal/proc"
 )
 
 // DefaultBin is the executable [Start] looks up on PATH when
@@ -72,7 +73,7 @@ type Server struct {
 	cmd  *exec.Cmd // nil once stopped
 	done chan struct{}
 	err  error // cmd.Wait's result; read only after done is closed
-	log  *tail
+	log  *proc.Tail
 }
 
 // Start starts moto_server in memory on 127.0.0.1 and returns once it
@@ -107,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for i := 1; ; i++ {
 		port := motoPort
 		if port == 0 {
-			if port, err = freePort(); err != nil {
+			if port, err = proc.FreePort(); err != nil {
 				return nil, fmt.Errorf("start moto_server: %w", err)
 			}
 		}
@@ -134,7 +135,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // killed the process again; the returned server, if any, is then only
 // useful for its log.
 func start(ctx context.Context, path string, port int, timeout time.Duration, output io.Writer) (*Server, error) {
-	s := &Server{port: port, done: make(chan struct{}), log: &tail{}}
+	s := &Server{port: port, done: make(chan struct{}), log: &proc.Tail{}}
 	var out io.Writer = s.log
 	if output != nil {
 		out = io.MultiWriter(s.log, output)
@@ -152,7 +153,7 @@ func start(ctx context.Context, path string, port int, timeout time.Duration, ou
 	}()
 	if err := waitReady(ctx, s.Endpoint(), timeout, s.done); err != nil {
 		s.kill()
-		return s, fmt.Errorf("start moto_server on port %d: %w%s", port, err, s.log.quote())
+		return s, fmt.Errorf("start moto_server on port %d: %w%s", port, err, s.log.Quote("moto_server"))
 	}
 	return s, nil
 }
@@ -189,7 +190,7 @@ func (s *Server) Stop() error {
 	select {
 	case <-s.done:
 		s.cmd = nil
-		return fmt.Errorf("%w: %v%s", ErrExited, s.err, s.log.quote())
+		return fmt.Errorf("%w: %v%s", ErrExited, s.err, s.log.Quote("moto_server"))
 	default:
 	}
 	s.kill()
@@ -270,49 +271,4 @@ func listTables(ctx context.Context, client *http.Client, endpoint string) error
 		return fmt.Errorf("ListTables: %s: %s", resp.Status, body)
 	}
 	return nil
-}
-
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail keeps the last few kilobytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const tailSize = 4096
-
-// Write implements io.Writer.
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - tailSize; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-// String returns what was kept.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-// quote returns the kept output as an error-message suffix, or "".
-func (t *tail) quote() string {
-	s := strings.TrimSpace(t.String())
-	if s == "" {
-		return ""
-	}
-	return "\nmoto_server output:\n" + s
 }
