@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -162,8 +164,17 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 			"The card processor did not answer; nothing was charged. Retry the request.", nil), nil
 	}
 
+	// A guarded request's payment ID comes from its key, so that every
+	// attempt at this request writes the same row: a write that was
+	// applied but answered with an error (a lost reply, an outage) is
+	// found again by the retry instead of becoming a second payment.
+	id := a.newID()
+	if processorKey != "" {
+		sum := sha256.Sum256([]byte("payment-id:" + processorKey))
+		id = "pay_" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16])
+	}
 	p := Payment{
-		ID:       a.newID(),
+		ID:       id,
 		Amount:   amount,
 		Currency: currency,
 		Source:   source,
@@ -173,7 +184,8 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 	if err := a.repo.Put(ctx, p); err != nil {
 		if status != StatusSucceeded {
 			// Nothing was charged: a 503 releases the key and the retry
-			// runs again, harmlessly.
+			// runs again; its row has the same ID, so a write that was in
+			// fact applied is not recorded twice.
 			a.log.Error("payments: record declined payment failed", "id", p.ID, "err", err)
 			return unavailable(), nil
 		}

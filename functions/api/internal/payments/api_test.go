@@ -572,10 +572,16 @@ func TestNewRequiresRepository(t *testing.T) {
 type downRepo struct {
 	*memoryRepo
 	down atomic.Bool
+	// applied makes a failing Put write the row before it fails, as a
+	// write whose reply was lost does.
+	applied bool
 }
 
 func (r *downRepo) Put(ctx context.Context, p payments.Payment) error {
 	if r.down.Load() {
+		if r.applied {
+			r.memoryRepo.Put(ctx, p)
+		}
 		return fmt.Errorf("put payment %s: connection refused", p.ID)
 	}
 	return r.memoryRepo.Put(ctx, p)
@@ -618,6 +624,28 @@ func TestRepositoryUnavailable(t *testing.T) {
 		repo.down.Store(false)
 		if r := e.send(req); r.StatusCode != 402 || r.Headers[dedupe.HeaderReplayed] != "" {
 			t.Errorf("retry: got %d %v %s, want a fresh 402", r.StatusCode, r.Headers, r.Body)
+		}
+	})
+	// The chaos run found this one: the declined payment's row was written
+	// but its reply lost in the outage, so the 503 released the key and
+	// the retry recorded the payment again. The retry's row has the same
+	// ID (derived from the key), so there is still one row.
+	t.Run("declined, row written but its reply lost", func(t *testing.T) {
+		mem := newMemoryRepo()
+		repo := &downRepo{memoryRepo: mem, applied: true}
+		repo.down.Store(true)
+		e := newEnv(t, backend{"lost", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
+		req := create(t, "lost-1", charge(1250, payments.TokChargeDeclined))
+		wantProblem(t, e.send(req), 503, payments.ProblemUnavailable)
+		repo.down.Store(false)
+		if r := e.send(req); r.StatusCode != 402 {
+			t.Errorf("retry: got %d %s, want 402", r.StatusCode, r.Body)
+		}
+		mem.mu.Lock()
+		n := len(mem.payments)
+		mem.mu.Unlock()
+		if n != 1 {
+			t.Errorf("%d payment rows, want 1", n)
 		}
 	})
 }

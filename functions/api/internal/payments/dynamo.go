@@ -71,10 +71,28 @@ func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(id)"),
 	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		// Already stored: ours (a retried write) or a clash.
+		got, gerr := r.Get(ctx, p.ID)
+		if gerr != nil {
+			return fmt.Errorf("put payment %s: exists, and reading it failed: %w", p.ID, gerr)
+		}
+		if !samePayment(got, p) {
+			return fmt.Errorf("put payment %s: another payment has this ID", p.ID)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("put payment %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// samePayment reports whether two payments record the same charge; the
+// creation times of two attempts differ.
+func samePayment(a, b Payment) bool {
+	return a.ID == b.ID && a.Amount == b.Amount && a.Currency == b.Currency && a.Source == b.Source && a.Status == b.Status
 }
 
 // Get implements Repository with a strongly consistent GetItem.

@@ -39,8 +39,17 @@ func TestDynamoRepository(t *testing.T) {
 	if err := repo.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if err := repo.Put(ctx, p); err == nil {
-		t.Error("second Put of the same ID: got nil error, want a refusal")
+	// A retried write of the same payment succeeds and changes nothing;
+	// a different payment under the same ID is refused.
+	again := p
+	again.Created = created.Add(time.Second)
+	if err := repo.Put(ctx, again); err != nil {
+		t.Errorf("second Put of the same payment: %v, want nil (a retried write)", err)
+	}
+	clash := p
+	clash.Amount = 9999
+	if err := repo.Put(ctx, clash); err == nil {
+		t.Error("Put of another payment under the same ID: got nil error, want a refusal")
 	}
 	if got, err := repo.Get(ctx, "pay_A"); err != nil || got != p {
 		t.Errorf("Get = %+v, %v; want %+v", got, err, p)

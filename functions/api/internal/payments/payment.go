@@ -37,7 +37,11 @@ type Payment struct {
 // use.
 type Repository interface {
 	// Put stores a new payment. Payment IDs are unique; Put never
-	// overwrites one.
+	// overwrites one. Storing a payment already stored with the same ID,
+	// amount, currency, source and status succeeds: that is a retried
+	// write (an SDK retry after a lost reply, or a retry of the request
+	// whose ID is derived from its idempotency key), not a new payment.
+	// A different payment under a taken ID is an error.
 	Put(ctx context.Context, p Payment) error
 
 	// Get returns the payment with id, or an error wrapping ErrNotFound.
