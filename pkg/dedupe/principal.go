@@ -67,18 +67,29 @@ func DefaultPrincipal(req any) string {
 	return ""
 }
 
-// idFields are the Lambda authorizer context fields DefaultPrincipal takes
-// as the caller's identity, all of those present together. The list is
-// written out in DefaultPrincipal's documentation; keep the two in step.
-var idFields = []string{
-	"principalId", "sub", "userId", "user_id", "username", "userName",
-	"clientId", "client_id", "tenantId", "tenant_id", "accountId", "account_id",
-	"orgId", "org_id", "organizationId", "customerId", "customer_id", "email", "uid",
+// isIDField reports whether a Lambda authorizer context field is one
+// DefaultPrincipal takes as the caller's identity (all of those present,
+// together). The list is written out in DefaultPrincipal's documentation;
+// keep the two in step.
+func isIDField(name string) bool {
+	switch name {
+	case "principalId", "sub", "userId", "user_id", "username", "userName",
+		"clientId", "client_id", "tenantId", "tenant_id", "accountId", "account_id",
+		"orgId", "org_id", "organizationId", "customerId", "customer_id", "email", "uid":
+		return true
+	}
+	return false
 }
 
-// volatileClaims are JWT claims that differ between two tokens of the same
-// caller, left out of a hash of the claims.
-var volatileClaims = []string{"iat", "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash"}
+// isVolatileClaim reports whether a JWT claim differs between two tokens
+// of the same caller; such claims are left out of a hash of the claims.
+func isVolatileClaim(name string) bool {
+	switch name {
+	case "iat", "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash":
+		return true
+	}
+	return false
+}
 
 // jwtPrincipal is the principal of a JWT: issuer and subject, encoded
 // unambiguously.
@@ -103,14 +114,14 @@ func claimsPrincipal(claims map[string]any) string {
 	}
 	rest := make(map[string]any, len(claims))
 	for k, v := range claims {
-		if !slices.Contains(volatileClaims, k) {
+		if !isVolatileClaim(k) {
 			rest[k] = v
 		}
 	}
 	return "jwt-claims:" + canonicalHash(rest)
 }
 
-// contextPrincipal resolves a Lambda authorizer context: the idFields it
+// contextPrincipal resolves a Lambda authorizer context: the identity fields it
 // holds, else a hash of all of it but the fields in skip.
 func contextPrincipal(ctx map[string]any, skip ...string) string {
 	ids := make(map[string]any)
@@ -118,7 +129,7 @@ func contextPrincipal(ctx map[string]any, skip ...string) string {
 	for k, v := range ctx {
 		switch {
 		case slices.Contains(skip, k):
-		case slices.Contains(idFields, k):
+		case isIDField(k):
 			ids[k] = v
 			rest[k] = v
 		default:

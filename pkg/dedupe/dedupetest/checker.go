@@ -148,14 +148,22 @@ const (
 	faultPercent = 14
 )
 
-var (
-	checkCallers = []string{"alice", "bob"}
-	checkStages  = []string{"dev", "prod"}
-	checkRoutes  = []string{"/payments", "/refunds"}
-	checkKeys    = []string{"k1", "k2"}
-	checkBodies  = []string{`{"amount":1}`, `{"amount":2}`}
-	checkKinds   = []string{"ok", "ok", "ok", "declined", "error", "panic", "5xx", "slow", "long", "crash"}
-)
+// vocabulary is what a history's requests are drawn from: few enough
+// callers, stages, routes and keys that requests collide often.
+type vocabulary struct {
+	callers, stages, routes, keys, bodies, kinds []string
+}
+
+func newVocabulary() vocabulary {
+	return vocabulary{
+		callers: []string{"alice", "bob"},
+		stages:  []string{"dev", "prod"},
+		routes:  []string{"/payments", "/refunds"},
+		keys:    []string{"k1", "k2"},
+		bodies:  []string{`{"amount":1}`, `{"amount":2}`},
+		kinds:   []string{"ok", "ok", "ok", "declined", "error", "panic", "5xx", "slow", "long", "crash"},
+	}
+}
 
 // intent is what one request asks for.
 type intent struct {
@@ -259,6 +267,7 @@ func (h *history) pick(list []string) string { return list[h.rng.IntN(len(list))
 // run plays the history: rounds of concurrent requests, a third of them
 // retries of an earlier request, with the clock moving between rounds.
 func (h *history) run() {
+	v := newVocabulary()
 	var sent []intent
 	for range rounds {
 		n := 1 + h.rng.IntN(maxParallel)
@@ -270,12 +279,12 @@ func (h *history) run() {
 					batch[i].kind = "ok" // the retry's own outcome
 				}
 				if h.rng.IntN(4) == 0 {
-					batch[i].body = h.pick(checkBodies) // a key reused, perhaps for another request
+					batch[i].body = h.pick(v.bodies) // a key reused, perhaps for another request
 				}
 			} else {
 				batch[i] = intent{
-					caller: h.pick(checkCallers), stage: h.pick(checkStages), route: h.pick(checkRoutes),
-					key: h.pick(checkKeys), body: h.pick(checkBodies), kind: h.pick(checkKinds),
+					caller: h.pick(v.callers), stage: h.pick(v.stages), route: h.pick(v.routes),
+					key: h.pick(v.keys), body: h.pick(v.bodies), kind: h.pick(v.kinds),
 				}
 			}
 		}
