@@ -283,24 +283,36 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	// The floor: the two writes a fresh request makes, by hand.
 	raw := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		k := &types.AttributeValueMemberS{Value: "raw#" + req.Headers["idempotency-key"]}
-		// The same item a claim writes (into the inflight index too), and
-		// the same update a completion makes (out of it again).
+		// The same item and condition a claim writes (into the inflight
+		// index too), and the same update a completion makes (out of it
+		// again), by hand.
 		num := func(v int64) types.AttributeValue {
 			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 		}
 		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		now := time.Now()
+		tok := "OWNERTOKEN0123456789ABCDEF"
 		c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 			"pk": k, "status": str("IN_PROGRESS"), "fingerprint": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-			"owner": str("OWNERTOKEN0123456789ABCDEF"), "lease_expires_at": num(now.Add(time.Minute).UnixMilli()),
+			"owner": str(tok), "lease_expires_at": num(now.Add(time.Minute).UnixMilli()),
 			"expires_at": num(now.Add(25 * time.Hour).Unix()), "created_at": num(now.UnixMilli()), "updated_at": num(now.UnixMilli()),
 			"inflight_shard": num(3)},
-			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+			// The claim's own condition: dynalite's cost of evaluating it
+			// is part of the floor, not of the guard.
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR " +
+				"(#status = :inprog AND ((#lease < :nowms AND #fp = :fp) OR #owner = :tok))"),
+			ExpressionAttributeNames: map[string]string{"#pk": "pk", "#exp": "expires_at", "#status": "status",
+				"#lease": "lease_expires_at", "#fp": "fingerprint", "#owner": "owner"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()), ":nowms": num(now.UnixMilli()),
+				":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), ":tok": str(tok)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 		c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": k},
-			UpdateExpression:         aws.String("SET #s = :c, res_status = :rs, res_body = :rb REMOVE inflight_shard"),
-			ConditionExpression:      aws.String("#o = :o"),
-			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":c": str("COMPLETED"), ":rs": num(201), ":o": str("OWNERTOKEN0123456789ABCDEF"),
+			UpdateExpression:         aws.String("SET #s = :c, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro, #rb = :rb, #re = :re REMOVE #shard, #rh"),
+			ConditionExpression:      aws.String("#o = :o AND #exp >= :now"),
+			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner", "#exp": "expires_at", "#upd": "updated_at", "#rs": "res_status", "#ro": "res_omitted", "#rb": "res_body", "#re": "res_encoding", "#shard": "inflight_shard", "#rh": "res_headers"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": str("COMPLETED"), ":rs": num(201), ":o": str(tok),
+				":now": num(now.Unix()), ":exp": num(now.Add(24 * time.Hour).Unix()), ":upd": num(now.UnixMilli()),
+				":ro": &types.AttributeValueMemberBOOL{Value: false}, ":re": str("identity"),
 				":rb": &types.AttributeValueMemberB{Value: []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)}}})
 		return bare(ctx, req)
 	}
