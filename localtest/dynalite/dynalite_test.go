@@ -80,6 +80,18 @@ func mustCall(t *testing.T, endpoint, op, body string) string {
 	return resp
 }
 
+// waitActive waits, boundedly, until the table "items" is ACTIVE.
+func waitActive(t *testing.T, endpoint string) {
+	t.Helper()
+	for range 500 {
+		if resp := mustCall(t, endpoint, "DescribeTable", `{"TableName":"items"}`); strings.Contains(resp, `"TableStatus":"ACTIVE"`) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("table items never became ACTIVE")
+}
+
 const createTable = `{"TableName":"items","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],` +
 	`"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`
 
@@ -96,9 +108,11 @@ func TestStartServesRequests(t *testing.T) {
 	if s.Stopped() {
 		t.Errorf("Stopped() = true, want false")
 	}
-	// With createTableMs 0, CreateTable still answers CREATING, but the
-	// table is usable by the next request.
+	// With createTableMs 0, CreateTable still answers CREATING and turns
+	// the table ACTIVE on dynalite's next tick, which a fast next request
+	// can beat: wait for it, as a DynamoDB client must.
 	mustCall(t, s.Endpoint(), "CreateTable", createTable)
+	waitActive(t, s.Endpoint())
 	mustCall(t, s.Endpoint(), "PutItem", `{"TableName":"items","Item":{"pk":{"S":"k"},"v":{"N":"1"}}}`)
 	if got, want := mustCall(t, s.Endpoint(), "GetItem", `{"TableName":"items","Key":{"pk":{"S":"k"}},"ConsistentRead":true}`),
 		`{"Item":{"pk":{"S":"k"},"v":{"N":"1"}}}`; got != want {
@@ -133,6 +147,7 @@ func TestRestartKeepsPortAndLosesData(t *testing.T) {
 	s := startServer(t, Options{})
 	endpoint := s.Endpoint()
 	mustCall(t, endpoint, "CreateTable", createTable)
+	waitActive(t, endpoint)
 
 	// Outage: stop, see requests fail, come back on the same port.
 	if err := s.Stop(); err != nil {
