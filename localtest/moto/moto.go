@@ -1,7 +1,6 @@
 package moto
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -233,7 +232,7 @@ func waitReady(ctx context.Context, endpoint string, timeout time.Duration, done
 	defer tick.Stop()
 	var last error
 	for {
-		if last = listTables(reqCtx, client, endpoint); last == nil {
+		if last = proc.PingDynamoDB(reqCtx, client, endpoint); last == nil {
 			return nil
 		}
 		select {
@@ -244,31 +243,4 @@ func waitReady(ctx context.Context, endpoint string, timeout time.Duration, done
 		case <-tick.C:
 		}
 	}
-}
-
-// listTables sends one DynamoDB ListTables request with dummy credentials
-// and checks that the answer is a DynamoDB one. moto does not verify
-// signatures.
-func listTables(ctx context.Context, client *http.Client, endpoint string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", strings.NewReader("{}"))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
-	req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20000101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"TableNames"`)) {
-		return fmt.Errorf("ListTables: %s: %s", resp.Status, body)
-	}
-	return nil
 }

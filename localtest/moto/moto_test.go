@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambda-dedupe/dedupe/localtest/internal/proc"
 )
 
 // requireInstalled skips the test when moto_server is not on PATH, or
@@ -38,7 +40,7 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if err := listTables(ctx, http.DefaultClient, s.Endpoint()); err != nil {
+	if err := proc.PingDynamoDB(ctx, http.DefaultClient, s.Endpoint()); err != nil {
 		t.Errorf("ListTables on a started server: %v", err)
 	}
 	if err := s.Stop(); err != nil {

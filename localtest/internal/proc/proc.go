@@ -1,13 +1,16 @@
 // Package proc provides what the test rig's server packages (redistest,
-// pgtest) share: starting a server process in its own process group, that
-// dies with its parent on Linux, keeping the tail of its output, and
-// stopping it.
+// pgtest, dynalite, moto) share: starting a server process in its own
+// process group, that dies with its parent on Linux, keeping the tail of
+// its output, stopping it, a free port, and a DynamoDB readiness ping.
 package proc
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -124,4 +127,32 @@ func (t *Tail) Quote(what string) string {
 		return ""
 	}
 	return "\n" + what + " output:\n" + s
+}
+
+// PingDynamoDB sends one DynamoDB ListTables request to endpoint with dummy
+// credentials and checks that the answer is a DynamoDB one. Local servers
+// (dynalite, moto) check at most that a signature is present, never that
+// it is valid.
+func PingDynamoDB(ctx context.Context, client *http.Client, endpoint string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
+	req.Header.Set("X-Amz-Date", time.Now().UTC().Format("20060102T150405Z"))
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20000101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"TableNames"`)) {
+		return fmt.Errorf("ListTables: %s: %s", resp.Status, body)
+	}
+	return nil
 }
