@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,7 +238,8 @@ func (s *Server) start(ctx context.Context) (*process, error) {
 		close(p.done)
 	}()
 
-	if err := waitReady(ctx, s.Endpoint(), s.timeout, p.done); err != nil {
+	if err := proc.WaitDynamoDB(ctx, s.Endpoint(), s.timeout, p.done); err != nil {
+		err = fmt.Errorf("%w: %w", ErrNotReady, err)
 		p.kill()
 		return p, fmt.Errorf("start dynalite on port %d: %w%s", s.port, err, p.log.Quote("dynalite"))
 	}
@@ -256,43 +256,6 @@ func (p *process) kill() {
 	case <-t.C:
 		_ = signalGroup(p.cmd.Process, true)
 		<-p.done
-	}
-}
-
-// waitReady polls endpoint with ListTables until it answers, the process
-// exits (done is closed), ctx ends or timeout passes.
-func waitReady(ctx context.Context, endpoint string, timeout time.Duration, done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	// A request to a port that accepts but never answers must not outlast
-	// the process: end it as soon as the process exits.
-	reqCtx, cancelReq := context.WithCancel(ctx)
-	defer cancelReq()
-	go func() {
-		select {
-		case <-done:
-			cancelReq()
-		case <-reqCtx.Done():
-		}
-	}()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: time.Second}
-
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		if last = proc.PingDynamoDB(reqCtx, client, endpoint); last == nil {
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("%w: process exited while starting", ErrNotReady)
-		case <-ctx.Done():
-			return fmt.Errorf("%w after %v: %v (last request: %v)", ErrNotReady, timeout, ctx.Err(), last)
-		case <-tick.C:
-		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -150,7 +149,8 @@ func start(ctx context.Context, path string, port int, timeout time.Duration, ou
 		s.err = cmd.Wait()
 		close(s.done)
 	}()
-	if err := waitReady(ctx, s.Endpoint(), timeout, s.done); err != nil {
+	if err := proc.WaitDynamoDB(ctx, s.Endpoint(), timeout, s.done); err != nil {
+		err = fmt.Errorf("%w: %w", ErrNotReady, err)
 		s.kill()
 		return s, fmt.Errorf("start moto_server on port %d: %w%s", port, err, s.log.Quote("moto_server"))
 	}
@@ -207,40 +207,5 @@ func (s *Server) kill() {
 	case <-t.C:
 		_ = signalGroup(s.cmd.Process, true)
 		<-s.done
-	}
-}
-
-// waitReady polls endpoint with ListTables until it answers, the process
-// exits (done is closed), ctx ends or timeout passes.
-func waitReady(ctx context.Context, endpoint string, timeout time.Duration, done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	reqCtx, cancelReq := context.WithCancel(ctx)
-	defer cancelReq()
-	go func() {
-		select {
-		case <-done:
-			cancelReq()
-		case <-reqCtx.Done():
-		}
-	}()
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		if last = proc.PingDynamoDB(reqCtx, client, endpoint); last == nil {
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("%w: process exited while starting", ErrNotReady)
-		case <-ctx.Done():
-			return fmt.Errorf("%w after %v: %v (last request: %v)", ErrNotReady, timeout, ctx.Err(), last)
-		case <-tick.C:
-		}
 	}
 }

@@ -7,6 +7,7 @@ package proc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -155,4 +156,41 @@ func PingDynamoDB(ctx context.Context, client *http.Client, endpoint string) err
 		return fmt.Errorf("ListTables: %s: %s", resp.Status, body)
 	}
 	return nil
+}
+
+// WaitDynamoDB polls endpoint with PingDynamoDB until it answers, the
+// server's process exits (done is closed), ctx ends or timeout passes. A
+// request to a port that accepts but never answers does not outlast the
+// process: it ends as soon as the process exits.
+func WaitDynamoDB(ctx context.Context, endpoint string, timeout time.Duration, done <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reqCtx, cancelReq := context.WithCancel(ctx)
+	defer cancelReq()
+	go func() {
+		select {
+		case <-done:
+			cancelReq()
+		case <-reqCtx.Done():
+		}
+	}()
+	tr := &http.Transport{DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if last = PingDynamoDB(reqCtx, client, endpoint); last == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("process exited while starting")
+		case <-ctx.Done():
+			return fmt.Errorf("after %v: %v (last request: %v)", timeout, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
 }
