@@ -52,6 +52,13 @@ type Record struct {
 	Fingerprint string
 	// Token is the owner token of the claim that wrote the record.
 	Token string
+	// FirstToken is the owner token of the claim that started the
+	// record's life: the claim that found the key absent or expired.
+	// Takeovers and an owner's own re-claim keep it, so it names one
+	// request across all its attempts, and a new life (after expiry)
+	// gets a new one. Empty on records written before it existed; read
+	// Life for the value to use.
+	FirstToken string
 	// LeaseExpiresAt ends the owner's lease (millisecond precision). After
 	// it, an IN_PROGRESS record may be taken over by a new claim.
 	LeaseExpiresAt time.Time
@@ -68,6 +75,15 @@ type Record struct {
 	CreatedAt time.Time
 	// UpdatedAt is when the record was last written.
 	UpdatedAt time.Time
+}
+
+// Life returns the identity of the record's life: FirstToken, or Token
+// for a record written before FirstToken existed.
+func (r Record) Life() string {
+	if r.FirstToken != "" {
+		return r.FirstToken
+	}
+	return r.Token
 }
 
 // Expired reports whether the record has outlived its ExpiresAt at now.

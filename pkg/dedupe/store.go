@@ -54,7 +54,9 @@ type Store interface {
 	// If the key is free, Claim writes a new IN_PROGRESS record carrying
 	// req's fingerprint, token, lease and expiry, with CreatedAt and
 	// UpdatedAt set to req.Now, and returns Acquired true with that
-	// record. Of any number of concurrent claims on a free key, exactly
+	// record. Its FirstToken is req.Token when the key was absent or
+	// expired (a new life), and the existing record's Life() when the
+	// claim took over a stranded record or re-claimed its own. Of any number of concurrent claims on a free key, exactly
 	// one acquires it.
 	//
 	// If the key is not free, Claim changes nothing and returns Acquired
