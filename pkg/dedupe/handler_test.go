@@ -47,7 +47,10 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Fingerprint: "a[?"}, eb)
 			return err
 		}, "HandlerConfig.Fingerprint"},
-		{"bad scope", func() error { _, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "nope("}, custom); return err }, "HandlerConfig.Scope"},
+		{"bad scope", func() error {
+			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "nope("}, custom)
+			return err
+		}, "HandlerConfig.Scope"},
 		{"custom event without scope", func() error { _, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id"}, custom); return err }, "HandlerConfig.Scope is empty and events of type dedupe_test.order have no default scope"},
 		{"shared scope off HTTP", func() error {
 			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", SharedScope: true}, eb)
