@@ -40,7 +40,8 @@ func ExampleHandler_eventBridge() {
 
 // An API Gateway handler keyed by a field of the JSON body. Keys are
 // scoped by API, stage, route and the caller (DefaultPrincipal); a
-// request with no caller is refused unless SharedScope is set.
+// request with no caller is refused unless SharedScope is set. Refusals
+// are problem responses, as the HTTP adapters answer them.
 func ExampleHandler_apiGateway() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "payments"})
 	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "powertools_json(body).paymentId"},
@@ -61,13 +62,13 @@ func ExampleHandler_apiGateway() {
 		fmt.Println(resp.StatusCode, resp.Body, err)
 	}
 	req.Body = `{"amount":5}` // no paymentId: refused, never run unguarded
-	_, err = h(context.Background(), req)
-	fmt.Println(errors.Is(err, dedupe.ErrNoKey))
+	resp, err := h(context.Background(), req)
+	fmt.Println(resp.StatusCode, resp.Headers["Content-Type"], err)
 	// Output:
 	// paying
 	// 201 {"status":"paid"} <nil>
 	// 201 {"status":"paid"} <nil>
-	// true
+	// 400 application/problem+json <nil>
 }
 
 // A custom event: Handler knows no scope for it, so the configuration

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -68,8 +69,11 @@ type HandlerConfig struct {
 // fingerprint), ErrResultOmitted, store failures, and refusals: ErrNoKey,
 // ErrNoFingerprint, ErrNoPrincipal. Each of these reaches Lambda as an
 // error, so an asynchronous event is retried and then sent to its
-// dead-letter queue, and API Gateway answers 500; for HTTP APIs with
-// problem responses (400, 409, 422) use HTTPAPI, RESTAPI or FunctionURL.
+// dead-letter queue. When Out is the response type of an HTTP event
+// (events.APIGatewayV2HTTPResponse, events.APIGatewayProxyResponse,
+// events.LambdaFunctionURLResponse), all but h's own errors are answered
+// as the HTTP adapters answer them, with a problem response and a nil
+// error: 400 (ProblemKeyUnusable), 409 with Retry-After, 422, 503, 500.
 // A run whose result could not be recorded (ErrNotStored,
 // ErrRanUnguarded) returns h's result and no error: the guard logs it.
 //
@@ -116,14 +120,66 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 		k, payload, outcome, err := handlerKey(in, kind, key, fp, scope, cfg.SharedScope)
 		if err != nil {
 			g.emit(ctx, Event{Outcome: outcome, Err: err})
-			return out, err
+			return problemOr[Out](g, err)
 		}
-		a, err := Do(ctx, g, k, payload, func(ctx context.Context) (Out, error) { return h(ctx, in) })
-		if err != nil {
-			return out, err
+		ran := false
+		a, err := Do(ctx, g, k, payload, func(ctx context.Context) (Out, error) {
+			ran = true
+			return h(ctx, in)
+		})
+		switch {
+		case err != nil && ran:
+			return out, err // h's own error: Lambda's, as in the HTTP adapters
+		case err != nil:
+			return problemOr[Out](g, err)
 		}
 		return a.Value, nil
 	}, nil
+}
+
+// ProblemKeyUnusable (400) is the problem Handler answers an HTTP request
+// with when its key, scope or fingerprint expression selects nothing
+// usable from it (ErrNoKey, ErrNoFingerprint).
+const ProblemKeyUnusable = "tag:lambda-dedupe.github.io,2026:idempotency-key-unusable"
+
+// problemOr returns the refusal err as Out when Out is an API Gateway or
+// Function URL response: the problem response the HTTP adapters answer
+// for it, with a nil error. For any other Out it returns err.
+func problemOr[Out any](g *Guard, err error) (Out, error) {
+	var out Out
+	var res Result
+	var conflict *ConflictError
+	switch {
+	case errors.Is(err, ErrNoKey) || errors.Is(err, ErrNoFingerprint):
+		body, _ := json.Marshal(Problem{ProblemKeyUnusable, "Idempotency key is missing or unusable", http.StatusBadRequest,
+			"This operation needs an idempotency key in the request, and it has none usable."})
+		res = Result{StatusCode: http.StatusBadRequest, Headers: map[string][]string{"Content-Type": {ProblemContentType}}, Body: body}
+	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
+		res = problemResult(ProblemInProgress, conflict.RetryAfter(g.Now()))
+	case errors.As(err, &conflict):
+		res = problemResult(ProblemKeyReused, 0)
+	case errors.Is(err, ErrResultOmitted):
+		res = problemResult(ProblemResultUnavailable, 0)
+	case errors.Is(err, ErrStoreUnavailable):
+		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
+	default:
+		res = problemResult(ProblemInternal, 0) // no principal, a permanent store error
+	}
+	hdr := make(map[string]string, len(res.Headers))
+	for k, vs := range res.Headers {
+		hdr[k] = vs[0]
+	}
+	switch o := any(&out).(type) {
+	case *events.APIGatewayV2HTTPResponse:
+		*o = events.APIGatewayV2HTTPResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
+	case *events.APIGatewayProxyResponse:
+		*o = events.APIGatewayProxyResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
+	case *events.LambdaFunctionURLResponse:
+		*o = events.LambdaFunctionURLResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
+	default:
+		return out, err
+	}
+	return out, nil
 }
 
 // The kinds of event Handler knows a default scope of.

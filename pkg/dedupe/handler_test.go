@@ -135,7 +135,8 @@ func TestHandlerEventBridge(t *testing.T) {
 
 // TestHandlerAPIGateway checks the wrapper on real API Gateway requests:
 // keys are scoped by principal, a request without one is refused unless
-// SharedScope, and an HTTP request decoded into a map is refused.
+// SharedScope, refusals are the HTTP adapters' problem responses, and an
+// HTTP request decoded into a map is refused.
 func TestHandlerAPIGateway(t *testing.T) {
 	var alice events.APIGatewayV2HTTPRequest
 	fixture(t, "apigw-v2-jwt.json", &alice)
@@ -165,8 +166,13 @@ func TestHandlerAPIGateway(t *testing.T) {
 	if err != nil || b.Body != `{"payment":"pay_user-bob"}` || runs != 2 {
 		t.Errorf("bob with alice's key: %q, %v after %d runs; want his own run", b.Body, err, runs)
 	}
-	if _, err := h(ctx, anonymous); !errors.Is(err, dedupe.ErrNoPrincipal) || runs != 2 {
-		t.Errorf("anonymous: %v after %d runs, want ErrNoPrincipal", err, runs)
+	if resp, err := h(ctx, anonymous); err != nil || problemType(resp) != dedupe.ProblemInternal || resp.StatusCode != 500 || runs != 2 {
+		t.Errorf("anonymous: %d %s, %v after %d runs, want the 500 problem (ErrNoPrincipal)", resp.StatusCode, resp.Body, err, runs)
+	}
+	keyless := alice
+	keyless.Headers = map[string]string{"content-type": "application/json"}
+	if resp, err := h(ctx, keyless); err != nil || problemType(resp) != dedupe.ProblemKeyUnusable || resp.StatusCode != 400 || runs != 2 {
+		t.Errorf("keyless: %d %s, %v after %d runs, want the 400 problem", resp.StatusCode, resp.Body, err, runs)
 	}
 	shared, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: `headers."idempotency-key"`, SharedScope: true},
 		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -182,8 +188,28 @@ func TestHandlerAPIGateway(t *testing.T) {
 	// Another path parameter under the same route is another request.
 	other := alice
 	other.PathParameters = map[string]string{"id": "2"}
-	if _, err := h(ctx, other); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
-		t.Errorf("same key, other path parameter: %v, want ErrFingerprintMismatch", err)
+	if resp, err := h(ctx, other); err != nil || resp.StatusCode != 422 || problemType(resp) != dedupe.ProblemKeyReused {
+		t.Errorf("same key, other path parameter: %d %s, %v; want the 422 problem", resp.StatusCode, resp.Body, err)
+	}
+	// A duplicate that arrives while the first request runs: 409 with
+	// Retry-After. And the handler's own error stays an error.
+	var dup events.APIGatewayV2HTTPResponse
+	inner := dedupe.HandlerConfig{Key: `headers."idempotency-key"`}
+	var slow func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	slow, err = dedupe.Handler(g, inner, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		dup, _ = slow(ctx, req)
+		return events.APIGatewayV2HTTPResponse{}, errors.New("downstream down")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flight := alice
+	flight.Headers = map[string]string{"idempotency-key": "in-flight"}
+	if _, err := slow(ctx, flight); err == nil || err.Error() != "downstream down" {
+		t.Errorf("handler error: %v, want it returned as is", err)
+	}
+	if dup.StatusCode != 409 || problemType(dup) != dedupe.ProblemInProgress || dup.Headers["Retry-After"] == "" {
+		t.Errorf("duplicate in flight: %d %v %s, want the 409 problem with Retry-After", dup.StatusCode, dup.Headers, dup.Body)
 	}
 
 	raw, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: `headers."idempotency-key"`, Scope: "requestContext.apiId"},
@@ -196,6 +222,15 @@ func TestHandlerAPIGateway(t *testing.T) {
 	if _, err := raw(ctx, m); !errors.Is(err, dedupe.ErrNoPrincipal) {
 		t.Errorf("HTTP request as a map: %v, want ErrNoPrincipal", err)
 	}
+}
+
+// problemType returns the type of a problem response, "" for another.
+func problemType(resp events.APIGatewayV2HTTPResponse) string {
+	var p dedupe.Problem
+	if resp.Headers["Content-Type"] != dedupe.ProblemContentType || json.Unmarshal([]byte(resp.Body), &p) != nil {
+		return ""
+	}
+	return p.Type
 }
 
 // TestHandlerCustomEvent checks the wrapper on a custom event: the named
