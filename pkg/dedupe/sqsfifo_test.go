@@ -3,9 +3,12 @@ package dedupe_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -124,5 +127,54 @@ func TestSQSDeduplicationID(t *testing.T) {
 	}
 	if f := failedIDs(dedupe.SQSBatch(ctx, g, events.SQSEvent{Records: []events.SQSMessage{standard}}, cfg, fn)); !slices.Equal(f, []string{standard.MessageId}) || runs[standard.MessageId] != 0 {
 		t.Errorf("standard-queue message: failed %v, runs %d; want it failed, not run", f, runs[standard.MessageId])
+	}
+}
+
+// TestSQSFIFOGroupsRandomized checks the FIFO rule on random batches of
+// interleaved groups with random failures: a message runs exactly when
+// no earlier message of its group failed, in batch order, and every
+// message that did not succeed is reported for redelivery.
+func TestSQSFIFOGroupsRandomized(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	for round := range 200 {
+		n := 1 + rng.IntN(10)
+		groups := 1 + rng.IntN(4)
+		ev := events.SQSEvent{}
+		fails := map[string]bool{}
+		for i := range n {
+			id := fmt.Sprintf("m%d", i)
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, Body: id,
+				EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:q.fifo",
+				Attributes:     map[string]string{"MessageGroupId": fmt.Sprint("g", rng.IntN(groups))}})
+			fails[id] = rng.IntN(4) == 0
+		}
+		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "rand"})
+		var ran []string
+		failed := failedIDs(dedupe.SQSBatch(context.Background(), g, ev, nil, func(_ context.Context, m events.SQSMessage) error {
+			ran = append(ran, m.MessageId)
+			if fails[m.MessageId] {
+				return errors.New("fail")
+			}
+			return nil
+		}))
+		var wantRan, wantFailed []string
+		broken := map[string]bool{}
+		for _, m := range ev.Records {
+			grp := m.Attributes["MessageGroupId"]
+			if broken[grp] {
+				wantFailed = append(wantFailed, m.MessageId)
+				continue
+			}
+			wantRan = append(wantRan, m.MessageId)
+			if fails[m.MessageId] {
+				broken[grp] = true
+				wantFailed = append(wantFailed, m.MessageId)
+			}
+		}
+		if !slices.Equal(ran, wantRan) || !slices.Equal(failed, wantFailed) {
+			t.Fatalf("seed %d round %d: ran %v, failed %v; want ran %v, failed %v", seed, round, ran, failed, wantRan, wantFailed)
+		}
 	}
 }
