@@ -103,6 +103,24 @@ func ExampleHandler_custom() {
 	// shipped o-1 <nil>
 }
 
+// Once runs work at most once per key and returns its typed value, or
+// the first run's value to a duplicate.
+func ExampleOnce() {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "shipping"})
+	ship := func(context.Context) (string, error) {
+		fmt.Println("shipping order 42")
+		return "s-1", nil
+	}
+	for range 2 {
+		a, err := dedupe.Once(context.Background(), g, "order-42", []byte(`{"order":42}`), ship)
+		fmt.Println(a.Value, a.Replayed, err)
+	}
+	// Output:
+	// shipping order 42
+	// s-1 false <nil>
+	// s-1 true <nil>
+}
+
 // Expressions pick keys out of any event, with Powertools' functions.
 func ExampleExpr_Key() {
 	kinesisData := `{"data":"eyJvcmRlcklkIjoib3JkXzcifQ=="}` // base64 of {"orderId":"ord_7"}

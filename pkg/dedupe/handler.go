@@ -123,7 +123,7 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 			return problemOr[Out](g, err)
 		}
 		ran := false
-		a, err := Do(ctx, g, k, payload, func(ctx context.Context) (Out, error) {
+		a, err := Once(ctx, g, k, payload, func(ctx context.Context) (Out, error) {
 			ran = true
 			return h(ctx, in)
 		})
