@@ -59,6 +59,9 @@ type batchItem struct {
 	key     string
 	payload func() ([]byte, error)
 	ordered bool // a failure before it skips it (FIFO queue)
+	// group is an ordered item's message group: only a failure in its
+	// own group skips it. "" means unknown: any failure before it does.
+	group string
 }
 
 // batchCore runs the items of one batch under a guard, one after another,
@@ -88,9 +91,13 @@ func newBatchCore(g *Guard, log *slog.Logger, onItem func(ItemOutcome), stream b
 func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn func(context.Context, int) error) []string {
 	failures := []string{}
 	failed := false
+	// failedGroups holds the message groups with a failed item: their
+	// later items are skipped, other groups go on (as Powertools'
+	// skip_group_on_error). An item with no group stops them all.
+	var failedGroups map[string]bool
 	for i := range n {
 		it := item(i)
-		if failed && (b.stream || it.ordered) {
+		if failed && (b.stream || it.ordered && (it.group == "" || failedGroups[it.group] || failedGroups[""])) {
 			if !b.stream {
 				failures = append(failures, it.id)
 			}
@@ -104,6 +111,10 @@ func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn 
 			b.log.Warn("dedupe: item failed, it will be redelivered", "id", it.id, "key", o.KeyRef, "err", o.Err)
 			failures = append(failures, it.id)
 			failed = true
+			if failedGroups == nil {
+				failedGroups = map[string]bool{}
+			}
+			failedGroups[it.group] = true
 		case ItemUnrecorded:
 			b.log.Warn("dedupe: item processed, not recorded for dedupe", "id", it.id, "key", o.KeyRef, "err", o.Err)
 		}
@@ -279,3 +290,7 @@ func defaultDynamoDBFingerprint(r events.DynamoDBEventRecord) ([]byte, error) {
 
 // isFIFO reports whether an SQS source ARN names a FIFO queue.
 func isFIFO(arn string) bool { return strings.HasSuffix(arn, ".fifo") }
+
+// fifoGroup returns the message group of an SQS FIFO message, "" when it
+// carries none.
+func fifoGroup(m events.SQSMessage) string { return m.Attributes["MessageGroupId"] }

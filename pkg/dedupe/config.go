@@ -109,9 +109,12 @@ type Config struct {
 
 	// Wait lets a duplicate that finds its key in flight wait up to this
 	// long (and never past its context's deadline less LeaseMargin) for
-	// the first request to finish, polling with strongly consistent reads
-	// (at most 5, after 10, 20, 40, 80 and 160 ms), and answer with its
-	// result instead of ErrInProgress. Zero means no waiting.
+	// the first request to finish, and answer with its result instead of
+	// ErrInProgress. It polls with strongly consistent reads on a capped
+	// backoff: after 10, 20, 40, 80, 160 and 320 ms, then every 500 ms,
+	// and once more when the wait ends. Its read budget is therefore at
+	// most 6 reads plus 2 per second of Wait per waiting duplicate (7 for
+	// 1 s, 15 for 5 s). Zero means no waiting.
 	Wait time.Duration
 
 	// Sleep pauses a waiting duplicate; it returns early with ctx's error.

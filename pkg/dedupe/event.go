@@ -93,8 +93,11 @@ type SQSConfig struct {
 // for inspection), or when the store fails. A duplicate of a message that
 // was processed (replayed, even when its result was too large to keep) is
 // not failed: fn does not run again. On a FIFO queue (source ARN ending in
-// ".fifo") the first failure fails every later message too, unprocessed,
-// to keep their order. A panic in fn is re-raised after its key is
+// ".fifo") a failure fails the later messages of its message group too,
+// unprocessed, to keep their order, while other groups go on (as
+// Powertools' skip_group_on_error); a message with no MessageGroupId
+// attribute fails every later message. SQSDeduplicationID keys messages by
+// their FIFO MessageDeduplicationId. A panic in fn is re-raised after its key is
 // released, failing the whole batch. SQSConfig.OnItem sees every
 // message's ItemOutcome.
 func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
@@ -112,7 +115,7 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 	failed := newBatchCore(g, c.Logger, c.OnItem, false).run(ctx, len(msgs),
 		func(i int) batchItem {
 			m := msgs[i]
-			return batchItem{id: m.MessageId, key: c.Key(m), ordered: isFIFO(m.EventSourceARN),
+			return batchItem{id: m.MessageId, key: c.Key(m), ordered: isFIFO(m.EventSourceARN), group: fifoGroup(m),
 				payload: func() ([]byte, error) { return c.Fingerprint(m) }}
 		},
 		func(ctx context.Context, i int) error { return fn(ctx, msgs[i]) })

@@ -256,34 +256,46 @@ func (g *Guard) duplicate(call Call, rec Record, ev *Event) (Outcome, error) {
 	return Outcome{Result: *rec.Result, Replayed: true, Record: rec}, nil
 }
 
-// maxWaitReads bounds the reads of one waiting duplicate.
-const maxWaitReads = 5
+// A waiting duplicate (Config.Wait) polls on a capped backoff: it pauses
+// firstWaitDelay, then twice as long each time up to maxWaitDelay, and
+// reads the record after every pause. Its last pause is cut short so that
+// it reads once more exactly when its budget ends.
+//
+//	claim found in flight
+//	 |10|20| 40 | 80 |  160  |   320   |  500  |  500  | ... |rest|
+//	    r  r    r    r       r         r       r       r     r    r
+//	 reads: 6 in the first 630 ms, then 2 a second: at most 6 + 2/s of Wait
+const (
+	firstWaitDelay = 10 * time.Millisecond
+	maxWaitDelay   = 500 * time.Millisecond
+)
 
-// firstWaitDelay is the first pause of a waiting duplicate; each next one
-// doubles it: 10, 20, 40, 80, 160 ms, 310 ms in all.
-const firstWaitDelay = 10 * time.Millisecond
-
-// wait polls the record for key, with strongly consistent reads and
-// doubling pauses, until the first request completes or lets go of the
-// key, within Config.Wait and the context's deadline (less the lease
-// margin, so the answer still gets out). It reports done when *rec is
-// COMPLETED, and how long it paused; *rec is the last record read (zero
-// when the record is gone).
+// wait polls the record for key, with strongly consistent reads on the
+// backoff drawn above, until the first request completes or lets go of
+// the key, or Config.Wait has passed, or the context's deadline less the
+// lease margin is reached (so the answer still gets out), whichever is
+// first. It reports done when *rec is COMPLETED, and how long it paused;
+// *rec is the last record read (zero when the record is gone).
 func (g *Guard) wait(ctx context.Context, key string, call Call, token string, rec *Record, ev *Event) (done bool, waited time.Duration) {
-	budget := g.cfg.Wait
+	start := g.cfg.Now()
+	end := start.Add(g.cfg.Wait)
 	if deadline, ok := ctx.Deadline(); ok {
-		budget = min(budget, deadline.Sub(g.cfg.Now())-g.cfg.LeaseMargin)
+		if d := deadline.Add(-g.cfg.LeaseMargin); d.Before(end) {
+			end = d
+		}
 	}
-	delay := firstWaitDelay
-	for range maxWaitReads {
-		if waited+delay > budget {
+	// The budget is kept twice: by the clock (reads take time too) and by
+	// the pauses taken (a clock that does not move cannot stall us).
+	budget := end.Sub(start)
+	for delay := firstWaitDelay; waited < budget; delay = min(2*delay, maxWaitDelay) {
+		d := min(delay, budget-waited, end.Sub(g.cfg.Now()))
+		if d <= 0 {
 			return false, waited
 		}
-		if err := g.cfg.Sleep(ctx, delay); err != nil {
+		if err := g.cfg.Sleep(ctx, d); err != nil {
 			return false, waited
 		}
-		waited += delay
-		delay *= 2
+		waited += d
 		now := g.cfg.Now()
 		got, err := timed(ev, func() (Record, error) { return g.store.Get(ctx, key, now) })
 		switch {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// Answer is what Do returns: the value, and how it was obtained.
+// Answer is what Once returns: the value, and how it was obtained.
 type Answer[T any] struct {
 	// Value is fn's value on a fresh run, or the first run's value
 	// decoded from the store on a replay.
@@ -29,7 +29,7 @@ type Answer[T any] struct {
 	Warning error
 }
 
-// Do runs fn at most once for key and answers with its value, or with
+// Once runs fn at most once for key and answers with its value, or with
 // the value of the first run to a duplicate, like RunJSON, but folds the
 // "value is valid anyway" errors into Answer.Warning and says whether the
 // value was replayed. payload is fingerprinted as RunJSON fingerprints it;
@@ -42,14 +42,17 @@ type Answer[T any] struct {
 // again), a store failure, or a replayed value that does not decode
 // into T.
 //
-//	a, err := dedupe.Do(ctx, g, ev.ID, ev.Detail, process)
+//	a, err := dedupe.Once(ctx, g, ev.ID, ev.Detail, process)
 //	if err != nil {
 //		return err // redelivered
 //	}
 //	if a.Warning != nil {
 //		log.Warn("processed, not recorded", "err", a.Warning)
 //	}
-func Do[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
+//
+// (Guard.Do is another function: it runs a Func for a Call and returns an
+// Outcome.)
+func Once[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
 	var a Answer[T]
 	var ran bool
 	out, err := g.Run(ctx, key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
@@ -79,4 +82,12 @@ func Do[T any](ctx context.Context, g *Guard, key string, payload []byte, fn fun
 	}
 	a.Replayed, a.Recorded = true, true
 	return a, nil
+}
+
+// Do is Once.
+//
+// Deprecated: Do shares its name with Guard.Do, a different function; use
+// Once, which it calls.
+func Do[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
+	return Once(ctx, g, key, payload, fn)
 }

@@ -18,6 +18,11 @@
 //   - waited duplicates: 100 concurrent requests on one key whose handler
 //     takes 50 ms, with Config.Wait on: how many got the 201 replay, and
 //     the most extra reads any of them made;
+//   - duplicates that wait: 100 concurrent requests on one key whose
+//     handler takes 50 ms, 1 s and 5 s, with Config.Wait of 10 s: the
+//     share answered with the result, the reads per waiting duplicate
+//     (mean, max, and the documented budget) and how late after the
+//     first request finished they were answered;
 //   - calls per replay on moto_server, which returns the item with a
 //     failed condition as DynamoDB does, when moto_server is on the PATH
 //     (it says so when it is not);

@@ -42,6 +42,9 @@ type Report struct {
 	Waited    Waited  `json:"waited"`
 	Moto      string  `json:"moto"`
 	Stack     Stack   `json:"stack"`
+
+	// Waits are the duplicates that wait, for 50 ms, 1 s and 5 s handlers.
+	Waits []WaitRun `json:"waits"`
 }
 
 // InProcess is one testing.Benchmark result.
@@ -92,6 +95,9 @@ func run(ctx context.Context, outDir string, n int, w io.Writer) error {
 		return err
 	}
 	if rep.Waited, err = waited(ctx, client, table); err != nil {
+		return err
+	}
+	if rep.Waits, err = waits(ctx, client, table); err != nil {
 		return err
 	}
 	rep.Moto = motoReplay(ctx)
@@ -446,6 +452,7 @@ func print(w io.Writer, r Report) {
 	fmt.Fprintf(w, "\nGuarded fresh request over its floor: %.2fx the latency of its two raw writes (p50, same run)\n", r.OverFloor)
 	fmt.Fprintf(w, "Waited duplicates (100 concurrent on one key, 50 ms handler, Wait 2s): 1 ran, %d of its %d duplicates got the 201 replay (%.0f%%), %d got 409, at most %d extra reads each\n",
 		r.Waited.Replays, r.Waited.Requests-1, 100*float64(r.Waited.Replays)/float64(r.Waited.Requests-1), r.Waited.Conflicts, r.Waited.MaxExtraReads)
+	printWaits(w, r.Waits)
 	fmt.Fprintln(w, r.Moto)
 	fmt.Fprintln(w, "\nThrough the local stack (gateway, api bootstrap under the runtime emulator, up to 8 environments):")
 	fmt.Fprintf(w, "  %-12s %-8s %9s %9s\n", "concurrency", "kind", "req/s", "p99 ms")
