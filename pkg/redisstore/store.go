@@ -121,16 +121,20 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
 		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
 		UpdatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+		RequestID:      req.RequestID,
+		Trace:          req.Trace,
 	}
 	reply, err := claimScript.Run(ctx, s.c, []string{s.prefix + req.Key},
 		req.Now.Unix(), req.Now.UnixMilli(), req.Fingerprint, req.Token,
 		rec.LeaseExpiresAt.UnixMilli(), rec.ExpiresAt.Unix(), s.ttlAt(rec.ExpiresAt),
+		req.RequestID, req.Trace,
 	).Result()
 	if err != nil {
 		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
 	}
 	switch v := reply.(type) {
 	case int64:
+		s.pointRef(ctx, req.Key, rec.ExpiresAt)
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	case []any:
 		fields, err := pairs(v)
@@ -172,6 +176,7 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	n, err := completeScript.Run(ctx, s.c, []string{s.prefix + req.Key},
 		req.Token, req.Now.Unix(), exp.Unix(), req.Now.UnixMilli(),
 		req.Result.StatusCode, ro, headers, body, s.ttlAt(exp),
+		req.RequestID, req.Trace,
 	).Int64()
 	switch {
 	case err != nil:
