@@ -183,6 +183,7 @@ type recordView struct {
 	Key            string              `json:"key"`
 	Status         string              `json:"status"`
 	State          string              `json:"state"`
+	Meaning        string              `json:"meaning"`
 	Owner          string              `json:"owner"`
 	FirstOwner     string              `json:"firstOwner,omitempty"`
 	Fingerprint    string              `json:"fingerprint"`
@@ -199,25 +200,28 @@ type recordView struct {
 	Body           []byte              `json:"body,omitempty"`
 }
 
-// state names what a record means to the guard at now.
-func state(r dedupe.Record, now time.Time) string {
+// state names what a record means to the guard at now: a word for
+// scripts (completed, omitted, released, stranded, running) and what it
+// means for the next request with the key.
+func state(r dedupe.Record, now time.Time) (string, string) {
 	switch {
 	case r.Status == dedupe.StatusCompleted && r.ResultOmitted:
-		return "completed without its result (duplicates get 409 response unavailable)"
+		return "omitted", "completed without its result: duplicates get 409 response unavailable"
 	case r.Status == dedupe.StatusCompleted:
-		return "completed (duplicates get the stored response)"
+		return "completed", "duplicates get the stored response"
 	case r.LeaseExpiresAt.UnixMilli() == 0:
-		return "released (a retry of the same request runs again; another request gets 422)"
+		return "released", "a retry of the same request runs again; another request gets 422"
 	case r.Stranded(now):
-		return "stranded: lease ran out, owner gone (a retry of the same request takes it over)"
+		return "stranded", "lease ran out, owner gone: a retry of the same request takes it over, another gets 422"
 	}
-	return "in flight, lease running (duplicates get 409)"
+	return "running", "lease running: duplicates get 409"
 }
 
 // view returns r as printed; body only when withBody.
 func view(r dedupe.Record, now time.Time, withBody bool) recordView {
+	st, meaning := state(r, now)
 	v := recordView{
-		Ref: dedupe.KeyRef(r.Key), Key: r.Key, Status: string(r.Status), State: state(r, now),
+		Ref: dedupe.KeyRef(r.Key), Key: r.Key, Status: string(r.Status), State: st, Meaning: meaning,
 		Owner: r.Token, Fingerprint: r.Fingerprint,
 		ExpiresAt: r.ExpiresAt.UTC(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		RequestID: r.RequestID, Trace: r.Trace, ResultOmitted: r.ResultOmitted,
@@ -245,7 +249,7 @@ func printRecord(w io.Writer, v recordView) {
 	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
 	fmt.Fprintf(w, "ref:          %s\n", v.Ref)
 	fmt.Fprintf(w, "key:          %s\n", v.Key)
-	fmt.Fprintf(w, "status:       %s (%s)\n", v.Status, v.State)
+	fmt.Fprintf(w, "status:       %s, %s: %s\n", v.Status, v.State, v.Meaning)
 	fmt.Fprintf(w, "owner:        %s\n", v.Owner)
 	if v.FirstOwner != "" {
 		fmt.Fprintf(w, "first owner:  %s (taken over)\n", v.FirstOwner)

@@ -309,7 +309,8 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 			return fail(ExitUsage, "%d records share %s: name one with --stored-key", len(recs), t.ref)
 		}
 		if recs[0].Result == nil {
-			return fail(ExitNotFound, "%s holds no stored response (%s)", t.ref, state(recs[0], now))
+			_, meaning := state(recs[0], now)
+			return fail(ExitNotFound, "%s holds no stored response (%s: %s)", t.ref, recs[0].Status, meaning)
 		}
 		_, err := env.Stdout.Write(recs[0].Result.Body)
 		return err
@@ -389,7 +390,7 @@ func cmdInFlight(ctx context.Context, env *Env, args []string, strandedOnly bool
 			rid = "-"
 		}
 		fmt.Fprintf(env.Stdout, "%s  %-9s lease %s  owner %s  request %s\n", v.Ref,
-			map[bool]string{true: "stranded", false: "running"}[strings.HasPrefix(v.State, "stranded")], lease, v.Owner, rid)
+			v.State, lease, v.Owner, rid)
 	}
 	fmt.Fprintf(env.Stderr, "%d record(s)", len(views))
 	if truncated {
