@@ -57,7 +57,8 @@ return 1
 `)
 
 // FindRef implements dedupe.Admin with one GET of the ref pointer that
-// Claim writes, and one HGETALL of the key it names.
+// Claim writes when the writers set Options.RefIndex, and one HGETALL of
+// the key it names. Without pointers it finds nothing.
 func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedupe.Record, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("redisstore: find %q: not a key reference (key: and 12 hex digits)", ref)

@@ -11,6 +11,6 @@ import (
 func TestAdmin(t *testing.T) {
 	c := newClient(t)
 	dedupetest.RunAdmin(t, func(t *testing.T) dedupe.Store {
-		return newStore(t, c, redisstore.Options{Prefix: "admintest:" + t.Name() + ":"})
+		return newStore(t, c, redisstore.Options{Prefix: "admintest:" + t.Name() + ":", RefIndex: true})
 	})
 }

@@ -68,7 +68,7 @@ func backends(t *testing.T) []backend {
 	rc := redis.NewClient(opts)
 	t.Cleanup(func() { rc.Close() })
 	rp := "clitest:" + rand.Text()[:8] + ":"
-	rs, err := redisstore.New(rc, redisstore.Options{Prefix: rp})
+	rs, err := redisstore.New(rc, redisstore.Options{Prefix: rp, RefIndex: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -291,7 +291,7 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, _, closeStore, err := sf.open(ctx, env)
+	st, storeName, closeStore, err := sf.open(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -302,7 +302,11 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if len(recs) == 0 {
-		return fail(ExitNotFound, "no live record for %s (never claimed, expired, or forgotten)", t.ref)
+		hint := ""
+		if storeName == "redis" && t.key == "" {
+			hint = "; on Redis, only writers with redisstore.Options.RefIndex leave the pointer a ref needs: try --event or the key flags"
+		}
+		return fail(ExitNotFound, "no live record for %s (never claimed, expired, or forgotten)%s", t.ref, hint)
 	}
 	if body && !out.json {
 		if len(recs) > 1 {
