@@ -49,10 +49,12 @@ type Claim struct {
 // downstream too.
 //
 // For an Unguarded claim (Config.FailOpen after a store failure) there
-// is no record and so no life: the key is derived from Key alone, with a
-// tag of its own ("dd-u-" and 64 hex digits), so every unguarded run of
-// the same key string shares it and a processor deduplicates them, while
-// it never equals a guarded run's key.
+// is no record and so no life to name: the key is derived from Key and
+// this run's own token ("dd-u-" and 64 hex digits), so it never equals
+// another request's key, nor a guarded run's. Each unguarded run gets a
+// new one: a processor does not deduplicate unguarded retries, which is
+// what FailOpen trades away (ErrRanUnguarded), but it never answers one
+// request with another's charge.
 //
 // The zero Claim (ClaimFrom outside a guarded call) has no key: its
 // DownstreamKey is "", which no caller may use as a key.
@@ -61,7 +63,7 @@ func (c Claim) DownstreamKey() string {
 		return ""
 	}
 	if c.Unguarded {
-		sum := sha256.Sum256([]byte("unguarded\x00" + c.Key))
+		sum := sha256.Sum256([]byte("unguarded:" + strconv.Itoa(len(c.Key)) + ":" + c.Key + c.Token))
 		return "dd-u-" + hex.EncodeToString(sum[:])
 	}
 	if c.Life == "" {
