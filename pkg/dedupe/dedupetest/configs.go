@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,13 +127,13 @@ type configHistory struct {
 	epoch    int // advanced when every record has expired
 
 	mu         sync.Mutex
-	events     int                  // events the guards emitted
-	reached    int                  // requests that reached a guard
-	dks        map[string]string    // downstream key -> request identity
-	life       map[string]string    // request identity -> guarded downstream key
-	effects    map[string]int       // request identity -> effects charged
-	work       map[string]bool      // request identity -> work done
-	answers    map[string]string    // request identity -> first fresh answer body
+	events     int               // events the guards emitted
+	reached    int               // requests that reached a guard
+	dks        map[string]string // downstream key -> request identity
+	life       map[string]string // request identity -> guarded downstream key
+	effects    map[string]int    // request identity -> effects charged
+	work       map[string]bool   // request identity -> work done
+	answers    map[string]string // request identity -> first fresh answer body
 	violations []string
 }
 
@@ -475,7 +475,9 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 			MessageAttributes: map[string]events.SQSMessageAttribute{dedupe.SQSKeyAttribute: {StringValue: &key, DataType: "String"}}}
 		cfg := &dedupe.SQSConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}
 		if h.keyFunc {
-			cfg.Key = func(m events.SQSMessage) string { return strings.TrimSuffix(strings.TrimPrefix(m.Body, `{"order":"`), `"}`) }
+			cfg.Key = func(m events.SQSMessage) string {
+				return strings.TrimSuffix(strings.TrimPrefix(m.Body, `{"order":"`), `"}`)
+			}
 		}
 		dedupe.SQSBatch(ctx, svc.guard, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg, func(ctx context.Context, _ events.SQSMessage) error { return work(ctx) })
 	case "KinesisBatch":
@@ -667,4 +669,3 @@ func (s *configExtender) Extend(ctx context.Context, req dedupe.ExtendRequest) e
 	}
 	return errors.New("configcheck: the store under test cannot extend")
 }
-
