@@ -166,8 +166,9 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 }
 
 // KinesisConfig configures KinesisBatch. The zero value (or a nil
-// *KinesisConfig) is valid: records are keyed by their event ID and
-// fingerprinted by their data, and nothing is logged.
+// *KinesisConfig) is valid: records are keyed by their event ID, scoped
+// by their stream's ARN, and fingerprinted by their data; failures are
+// logged to the guard's Logger.
 type KinesisConfig struct {
 	// Key returns a record's idempotency key; an empty key fails the
 	// record. Nil means the record's EventID (shard and sequence number),
@@ -237,9 +238,9 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 }
 
 // DynamoDBConfig configures DynamoDBBatch. The zero value (or a nil
-// *DynamoDBConfig) is valid: records are keyed by their event ID and
-// fingerprinted by their event name, keys and images, and nothing is
-// logged.
+// *DynamoDBConfig) is valid: records are keyed by their event ID, scoped
+// by their stream's ARN, and fingerprinted by their event name, keys and
+// images; failures are logged to the guard's Logger.
 type DynamoDBConfig struct {
 	// Key returns a record's idempotency key; an empty key fails the
 	// record. Nil means the record's EventID, unique per change.

@@ -45,7 +45,8 @@ const SQSKeyAttribute = "Idempotency-Key"
 
 // SQSConfig configures SQSBatch. The zero value (or a nil *SQSConfig) is
 // valid: keys come from the Idempotency-Key string attribute, else the
-// message ID; the body is fingerprinted; nothing is logged.
+// message ID, scoped by the queue's ARN; the body is fingerprinted;
+// failures are logged to the guard's Logger.
 //
 // Key by the message ID to absorb SQS's own redeliveries (at-least-once
 // delivery, a visibility timeout that ran out). Key by a business field

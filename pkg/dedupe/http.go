@@ -27,7 +27,8 @@ const DefaultMaxBodyBytes = 1 << 20
 // DefaultPrincipal and the adapters document, and a guarded request with
 // no principal is refused (500) because SharedScope is off; no headers
 // are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
-// DefaultKeep decides what is stored; no logging. Middleware needs
+// DefaultKeep decides what is stored; events go to the guard's Logger.
+// Middleware needs
 // Principal or SharedScope.
 //
 // Functions that receive the request get the adapter's event: a

@@ -26,7 +26,7 @@ type ConfigCheck struct {
 	NewStore func(t *testing.T) dedupe.Store
 
 	// Histories is the number of random histories. Zero means the value
-	// of DEDUPE_CONFIG_HISTORIES, else 1000 (about a second on memstore).
+	// of DEDUPE_CONFIG_HISTORIES, else 300 (well under a second on memstore, a few seconds with -race).
 	// Set DEDUPE_CONFIG_HISTORIES=1000000 for a run of minutes.
 	Histories int
 
@@ -72,7 +72,7 @@ func CheckConfigs(t *testing.T, cfg ConfigCheck) {
 	t.Helper()
 	n := cfg.Histories
 	if n == 0 {
-		n = envInt("DEDUPE_CONFIG_HISTORIES", 1000)
+		n = envInt("DEDUPE_CONFIG_HISTORIES", 300)
 	}
 	seed := cfg.Seed
 	if seed == 0 {
