@@ -120,23 +120,26 @@ func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn 
 // one runs a single item.
 func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Context) error) ItemOutcome {
 	o := ItemOutcome{ID: it.id}
-	if it.key == "" {
-		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: empty key: %w", it.id, ErrInvalidKey)
+	// refused fails an item the guard never saw, with its one event.
+	refused := func(outcome string, err error) ItemOutcome {
+		o.Status, o.Err = ItemFailed, err
+		b.g.emit(ctx, Event{Outcome: outcome, Key: o.KeyRef, Err: err})
 		return o
+	}
+	if it.key == "" {
+		return refused(OutcomeInvalidKey, fmt.Errorf("item %s: empty key: %w", it.id, ErrInvalidKey))
 	}
 	key := it.key
 	if !it.shared {
 		if it.source == "" {
-			o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: %w (set ShareSources to key across sources)", it.id, ErrNoEventSource)
-			return o
+			return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: %w (set ShareSources to key across sources)", it.id, ErrNoEventSource))
 		}
 		key = SourceKey(it.source, it.key)
 	}
 	o.KeyRef = KeyRef(b.g.Key(key))
 	payload, err := it.payload()
 	if err != nil {
-		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: fingerprint: %w", it.id, err)
-		return o
+		return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: fingerprint: %w", it.id, err))
 	}
 	ran := false
 	var fnErr error

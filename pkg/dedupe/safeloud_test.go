@@ -225,10 +225,11 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 			}
 		})
 	}
-	g := dedupe.New(memstore.New(), nil)
+	var evs []dedupe.Event
+	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
 	resp := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg("")}}, nil, func(context.Context, events.SQSMessage) error { return nil })
-	if len(resp.BatchItemFailures) != 1 {
-		t.Errorf("message without a source: failures %v, want it failed", resp.BatchItemFailures)
+	if len(resp.BatchItemFailures) != 1 || len(evs) != 1 || !errors.Is(evs[0].Err, dedupe.ErrNoEventSource) {
+		t.Errorf("message without a source: failures %v, events %+v; want it failed with one ErrNoEventSource event", resp.BatchItemFailures, evs)
 	}
 	for _, arn := range []string{"arn:aws:kinesis:eu-west-1:1:stream/a", "arn:aws:kinesis:eu-west-1:1:stream/b"} {
 		runs := 0
