@@ -39,14 +39,21 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rec, ok := s.records[req.Key]; ok && !rec.FreeFor(req.Now, req.Fingerprint, req.Token) {
-		return dedupe.ClaimResult{Record: clone(rec)}, nil
+	first := req.Token // a new life
+	if rec, ok := s.records[req.Key]; ok {
+		if !rec.FreeFor(req.Now, req.Fingerprint, req.Token) {
+			return dedupe.ClaimResult{Record: clone(rec)}, nil
+		}
+		if !rec.Expired(req.Now) {
+			first = rec.Life() // a takeover or the owner's own re-claim
+		}
 	}
 	rec := dedupe.Record{
 		Key:            req.Key,
 		Status:         dedupe.StatusInProgress,
 		Fingerprint:    req.Fingerprint,
 		Token:          req.Token,
+		FirstToken:     first,
 		LeaseExpiresAt: req.LeaseUntil.Truncate(time.Millisecond),
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0),
 		CreatedAt:      req.Now.Truncate(time.Millisecond),
