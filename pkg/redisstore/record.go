@@ -24,6 +24,9 @@ import (
 //	rh     result headers, internal/headerenc (absent when none)
 //	rb     result body (absent when empty)
 //	ro     "1": COMPLETED without its result (ResultOmitted)
+//	ft     first token: the token of the claim that started the record's
+//	       life (dedupe.Record.FirstToken); absent on hashes written
+//	       before it existed
 
 // pairs turns a flat HGETALL reply into a map.
 func pairs(flat []any) (map[string]string, error) {
@@ -51,6 +54,7 @@ func decode(key string, f map[string]string) (dedupe.Record, error) {
 		Status:         dedupe.Status(d.str("st")),
 		Fingerprint:    f["fp"],
 		Token:          d.str("tok"),
+		FirstToken:     f["ft"],
 		LeaseExpiresAt: time.UnixMilli(d.num("lease")).UTC(),
 		ExpiresAt:      time.Unix(d.num("exp"), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num("cat")).UTC(),

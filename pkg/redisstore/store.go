@@ -72,7 +72,10 @@ type Store struct {
 	ttlMargin time.Duration
 }
 
-var _ dedupe.Store = (*Store)(nil)
+var (
+	_ dedupe.Store         = (*Store)(nil)
+	_ dedupe.LeaseExtender = (*Store)(nil)
+)
 
 // New returns a Store that keeps records in Redis through c. It never
 // reads the environment or starts goroutines; build the client once, at
@@ -107,7 +110,10 @@ func (s *Store) ttlAt(exp time.Time) int64 {
 // Claim implements dedupe.Store with one script (EVALSHA). The script
 // applies the contract's rule (dedupe.Record.FreeFor) to the stored hash
 // and either writes the new record or returns the existing one, so a
-// duplicate costs one round trip too.
+// duplicate costs one round trip too. The new record's FirstToken (field
+// ft) is the caller's token when the key was absent or expired, and the
+// replaced record's Life() when the claim took it over or re-claimed its
+// own; a hash written before ft existed reads with an empty FirstToken.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -130,7 +136,8 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
 	}
 	switch v := reply.(type) {
-	case int64:
+	case string:
+		rec.FirstToken = v
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	case []any:
 		fields, err := pairs(v)
@@ -199,6 +206,30 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return wrapErr("release", key, err)
 	case n == 0:
 		return fmt.Errorf("redisstore: release %s: %w", dedupe.KeyRef(key), dedupe.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Extend implements dedupe.LeaseExtender with one script (EVALSHA) fenced
+// like the contract says: it sets the lease, the expiry and the server TTL
+// only while the hash carries req.Token, is IN_PROGRESS, has not expired
+// and its lease has not run out at req.Now. Otherwise it returns an error
+// wrapping dedupe.ErrLeaseLost and changes nothing. The script touches
+// one key, so it runs on Redis Cluster too; resent after a lost reply, it
+// finds its own renewal and applies it again.
+func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("redisstore: extend: %w", err)
+	}
+	exp := time.Unix(req.ExpiresAt.Unix(), 0)
+	n, err := extendScript.Run(ctx, s.c, []string{s.prefix + req.Key},
+		req.Token, req.Now.Unix(), req.Now.UnixMilli(), req.LeaseUntil.UnixMilli(), exp.Unix(), s.ttlAt(exp),
+	).Int64()
+	switch {
+	case err != nil:
+		return wrapErr("extend", req.Key, err)
+	case n == 0:
+		return fmt.Errorf("redisstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	}
 	return nil
 }

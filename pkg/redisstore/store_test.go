@@ -60,7 +60,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"st": "IN_PROGRESS", "fp": "fp", "tok": "tok",
+		"st": "IN_PROGRESS", "fp": "fp", "tok": "tok", "ft": "tok",
 		"lease": ms(now.Add(time.Minute)), "exp": strconv.FormatInt(now.Add(time.Hour).Unix(), 10),
 		"cat": ms(now), "uat": ms(now),
 	}
