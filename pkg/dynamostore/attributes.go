@@ -70,6 +70,10 @@ type Attributes struct {
 	// ResOmitted is true on a COMPLETED record whose result did not fit
 	// (BOOL). Default "res_omitted".
 	ResOmitted string
+	// FirstToken holds the token of the claim that started the record's
+	// life (S, dedupe.Record.FirstToken); absent on records written before
+	// it existed. Default "first_token".
+	FirstToken string
 	// InflightShard holds hash(key) mod Shards (N) while the record is
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
@@ -93,6 +97,7 @@ func DefaultAttributes() Attributes {
 		ResBody:        "res_body",
 		ResEncoding:    "res_encoding",
 		ResOmitted:     "res_omitted",
+		FirstToken:     "first_token",
 		InflightShard:  "inflight_shard",
 	}
 }
@@ -117,6 +122,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResBody, d.ResBody},
 		{&a.ResEncoding, d.ResEncoding},
 		{&a.ResOmitted, d.ResOmitted},
+		{&a.FirstToken, d.FirstToken},
 		{&a.InflightShard, d.InflightShard},
 	} {
 		if *f.dst == "" {

@@ -183,6 +183,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, err
 		Status:         dedupe.Status(d.str(a.Status, true)),
 		Fingerprint:    d.str(a.Fingerprint, false),
 		Token:          d.str(a.Owner, true),
+		FirstToken:     d.str(a.FirstToken, false),
 		LeaseExpiresAt: time.UnixMilli(d.num(a.LeaseExpiresAt)).UTC(),
 		ExpiresAt:      time.Unix(d.num(a.ExpiresAt), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num(a.CreatedAt)).UTC(),
