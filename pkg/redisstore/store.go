@@ -60,6 +60,16 @@ type Options struct {
 	// it is still computed from the request's time. Zero means
 	// DefaultTTLMargin; a negative value means none.
 	TTLMargin time.Duration
+
+	// NoEvictionVerified says that the operator has verified that every
+	// node (masters and replicas) runs with maxmemory-policy noeviction.
+	// New reads the policy itself wherever the server lets it (CONFIG
+	// GET, else INFO memory) and refuses any other policy whatever this
+	// says; the flag only lets New accept a node whose policy it cannot
+	// read (CONFIG and INFO renamed or denied, as on some managed
+	// services), or a Client that implements neither Inspector nor
+	// ForEachShard. False means such a node or client is refused.
+	NoEvictionVerified bool
 }
 
 // Store is a dedupe.Store backed by Redis or Valkey, one hash per record.
@@ -78,8 +88,22 @@ var (
 )
 
 // New returns a Store that keeps records in Redis through c. It never
-// reads the environment or starts goroutines; build the client once, at
-// init (redis.ParseURL and redis.NewClient, or redis.NewClusterClient).
+// reads the environment or starts goroutines of its own; build the client
+// once, at init (redis.ParseURL and redis.NewClient, or
+// redis.NewClusterClient).
+//
+// New checks that the server cannot evict records, which would let a
+// retry run the work again: every record carries a TTL, so any
+// maxmemory-policy but noeviction (volatile-* and allkeys-* alike) may
+// drop a live one. It reads the policy of every node c reaches (every
+// master and replica of a *redis.ClusterClient, every shard of a
+// *redis.Ring) with CONFIG GET, or INFO where CONFIG is refused, within 5
+// seconds, and returns an error wrapping ErrEvictionPolicy for any other
+// policy, and for a node whose policy it cannot read unless
+// Options.NoEvictionVerified is set. A server it cannot reach yields an
+// error wrapping dedupe.ErrStoreUnavailable. A *redis.Client built by
+// redis.NewFailoverClient (Sentinel) reaches the master only: give its
+// replicas the same policy.
 //
 // The client's own retries (MaxRetries, 3 by default) resend a command
 // after a network error; every script is safe to resend, because a
@@ -87,6 +111,9 @@ var (
 func New(c Client, opts Options) (*Store, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if err := checkEviction(c, opts.NoEvictionVerified); err != nil {
+		return nil, err
 	}
 	s := &Store{c: c, prefix: opts.Prefix, maxResult: opts.MaxResultBytes, ttlMargin: opts.TTLMargin}
 	if s.maxResult == 0 {

@@ -32,7 +32,12 @@ func TestNew(t *testing.T) {
 	if _, err := redisstore.New(nil, redisstore.Options{}); !errors.Is(err, redisstore.ErrInvalidOptions) {
 		t.Errorf("New(nil): got %v, want ErrInvalidOptions", err)
 	}
-	if _, err := redisstore.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), redisstore.Options{}); err != nil {
+	// New reads the eviction policy: a server it cannot reach is
+	// unavailable, not accepted.
+	if _, err := redisstore.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), redisstore.Options{}); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+		t.Errorf("New on an unreachable server: got %v, want ErrStoreUnavailable", err)
+	}
+	if _, err := redisstore.New(newClient(t), redisstore.Options{}); err != nil {
 		t.Errorf("New with zero Options: %v", err)
 	}
 }
