@@ -59,9 +59,9 @@ func TestFirstToken(t *testing.T) {
 		{"item without first_token: its owner is the life", func(t *testing.T, k string) {
 			claimA(t, k)
 			_, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName:        aws.String(r.table),
-				Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}},
-				UpdateExpression: aws.String("SET #owner = :old REMOVE first_token"),
+				TableName:                aws.String(r.table),
+				Key:                      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}},
+				UpdateExpression:         aws.String("SET #owner = :old REMOVE first_token"),
 				ExpressionAttributeNames: map[string]string{"#owner": "owner"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":old": &types.AttributeValueMemberS{Value: "tok-old"},
