@@ -1,5 +1,7 @@
 package dynamostore
 
+import "github.com/lambda-dedupe/dedupe/internal/dynamoitem"
+
 // Defaults applied by New for zero fields of Options. They match the
 // deployed schema in template.yaml; infra tests cross-check them.
 const (
@@ -13,21 +15,21 @@ const (
 
 	// DefaultCompressAbove is the body size, in bytes, above which a result
 	// body is stored gzip-compressed.
-	DefaultCompressAbove = 4 << 10
+	DefaultCompressAbove = dynamoitem.CompressAbove
 
 	// DefaultMaxItemBytes bounds the estimated size of a completed item:
 	// DynamoDB's 400 KB item limit (409,600 bytes) minus a 2 KiB margin for
 	// what Complete does not see (the fingerprint) and for rounding in the
 	// estimate.
-	DefaultMaxItemBytes = 400<<10 - 2<<10
+	DefaultMaxItemBytes = dynamoitem.MaxItemBytes
 )
 
 // Encodings stored in the Attributes.ResEncoding attribute.
 const (
 	// EncodingIdentity marks a body stored as is.
-	EncodingIdentity = "identity"
+	EncodingIdentity = dynamoitem.EncodingIdentity
 	// EncodingGzip marks a body stored gzip-compressed.
-	EncodingGzip = "gzip"
+	EncodingGzip = dynamoitem.EncodingGzip
 )
 
 // Attributes names the item attributes the store reads and writes. A zero
