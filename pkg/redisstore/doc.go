@@ -75,6 +75,24 @@
 // ahead of the writers'; expiry as the contract sees it is always
 // computed from the request's time.
 //
+// # Eviction and failover
+//
+// Every record carries a TTL, so any maxmemory-policy but noeviction (the
+// volatile-* policies as much as the allkeys-* ones) may drop a live
+// record, and a retry would run the work again. New reads the policy of
+// every node the client reaches (CONFIG GET, else INFO memory where
+// CONFIG is renamed or denied) and refuses any other with
+// ErrEvictionPolicy; a node whose policy it cannot read is refused unless
+// Options.NoEvictionVerified is set.
+//
+// Redis replicates asynchronously: a claim or completion acknowledged by a
+// master that fails before its replica has it is lost when the replica is
+// promoted, and the retry runs the work again. The store does not hide
+// that with WAIT, which narrows the window without closing it; where a
+// failover must not lose claims, use a store whose acknowledged writes
+// survive one (MemoryDB, DynamoDB, PostgreSQL with synchronous
+// replication). docs/stores.md has the details.
+//
 // # Result size
 //
 // Redis takes values up to 512 MB, but a result above
