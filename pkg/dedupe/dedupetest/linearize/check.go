@@ -191,7 +191,7 @@ type history struct {
 // stats counts what a history exercised.
 type stats struct {
 	histories, calls, recorded, faults, lost, unknown int
-	outcomes                                        map[string]int
+	outcomes                                          map[string]int
 }
 
 func (s *stats) add(o stats) {
@@ -375,7 +375,9 @@ func (c *client) call() {
 	offset := r.clock.Add(rng.Int64N(200))
 	in.NowMs = r.baseMs + offset + rng.Int64N(201) - 100
 	now := time.UnixMilli(in.NowMs).Add(time.Duration(rng.Int64N(int64(time.Millisecond))))
-	at := func(ms int64) time.Time { return time.UnixMilli(ms).Add(time.Duration(rng.Int64N(int64(time.Millisecond)))) }
+	at := func(ms int64) time.Time {
+		return time.UnixMilli(ms).Add(time.Duration(rng.Int64N(int64(time.Millisecond))))
+	}
 
 	w := rng.IntN(100)
 	switch {
