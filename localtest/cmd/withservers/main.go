@@ -24,24 +24,44 @@ func main() {
 type server struct {
 	name  string // for messages
 	env   string // the variable that names it
-	start func(ctx context.Context, out io.Writer) (url string, stop func() error, err error)
+	// start starts it; env is the environment so far (the URLs of the
+	// servers started before it included).
+	start func(ctx context.Context, env []string, out io.Writer) (url string, stop func() error, err error)
 }
 
 // servers are the servers withservers provides, in start order.
 var servers = []server{
-	{"postgres", pgtest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+	{"postgres", pgtest.EnvURL, func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
 		s, err := pgtest.Start(ctx, pgtest.Options{Output: out})
 		if err != nil {
 			return "", nil, err
 		}
 		return s.URL(), s.Stop, nil
 	}},
-	{"redis-server", redistest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+	{"redis-server", redistest.EnvURL, func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
 		s, err := redistest.Start(ctx, redistest.Options{Output: out})
 		if err != nil {
 			return "", nil, err
 		}
 		return s.URL(), s.Stop, nil
+	}},
+	{"redis cluster", redistest.EnvClusterURL, func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
+		c, err := redistest.StartCluster(ctx, redistest.Options{Output: out}, 3)
+		if err != nil {
+			return "", nil, err
+		}
+		return c.URL(), c.Stop, nil
+	}},
+	{"pgbouncer", pgtest.EnvPgBouncerURL, func(ctx context.Context, env []string, out io.Writer) (string, func() error, error) {
+		upstream := getenv(env, pgtest.EnvURL)
+		if upstream == "" {
+			return "", nil, fmt.Errorf("no PostgreSQL to stand in front of: %s is unset", pgtest.EnvURL)
+		}
+		b, err := pgtest.StartPgBouncer(ctx, upstream, pgtest.Options{Output: out})
+		if err != nil {
+			return "", nil, err
+		}
+		return b.URL(), b.Stop, nil
 	}},
 }
 
@@ -77,7 +97,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "withservers: using %s from the environment\n", srv.env)
 			continue
 		}
-		url, stop, err := startServer(srv, out)
+		url, stop, err := startServer(srv, env, out)
 		if err != nil {
 			fmt.Fprintf(stderr, "withservers: %s not started, %s left unset: %v\n", srv.name, srv.env, err)
 			continue
@@ -111,10 +131,10 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // startServer starts srv, giving up early on SIGINT or SIGTERM.
-func startServer(srv server, out io.Writer) (string, func() error, error) {
+func startServer(srv server, env []string, out io.Writer) (string, func() error, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.start(ctx, out)
+	return srv.start(ctx, env, out)
 }
 
 // exitCode turns cmd.Wait's error into an exit code.
