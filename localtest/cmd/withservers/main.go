@@ -22,8 +22,8 @@ func main() {
 
 // server is one server withservers may start.
 type server struct {
-	name  string // for messages
-	env   string // the variable that names it
+	name string // for messages
+	env  string // the variable that names it
 	// start starts it; env is the environment so far (the URLs of the
 	// servers started before it included).
 	start func(ctx context.Context, env []string, out io.Writer) (url string, stop func() error, err error)
