@@ -49,6 +49,11 @@ const (
 	callTimeout = 20 * time.Second
 )
 
+// defaultMix is the default Config.Mix: about a third claims, and
+// enough completions, releases and renewals by stale owners that every
+// branch of the contract is taken in every history.
+func defaultMix() [5]int { return [5]int{Claim: 35, Get: 20, Complete: 20, Release: 12, Extend: 13} }
+
 // Config configures Check and ExpectViolation.
 type Config struct {
 	// NewStore returns the store one client of one history uses. Every
@@ -69,6 +74,11 @@ type Config struct {
 	// Clients, Keys and Ops (calls per client) shape each history; zero
 	// means the defaults.
 	Clients, Keys, Ops int
+	// Mix weighs the methods a client calls, indexed by Kind (Claim,
+	// Get, Complete, Release, Extend). The zero Mix means 35, 20, 20, 12, 13.
+	// Extend's weight goes to Claim on a store without
+	// dedupe.LeaseExtender.
+	Mix [5]int
 	// FaultPercent is the share of backend calls that get a fault (a lost
 	// reply, a throttle or a timeout, equally likely). Zero means
 	// DefaultFaultPercent; negative means none.
@@ -102,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Ops <= 0 {
 		c.Ops = DefaultOps
+	}
+	if c.Mix == [5]int{} {
+		c.Mix = defaultMix()
 	}
 	if c.FaultPercent == 0 {
 		c.FaultPercent = DefaultFaultPercent
@@ -236,7 +249,53 @@ func (h *history) visualize(t *testing.T, info porcupine.LinearizationInfo) stri
 	if err := porcupine.VisualizePath(h.model, info, path); err != nil {
 		return fmt.Sprintf("the visualization could not be written: %v", err)
 	}
-	return "porcupine's visualization: " + path
+	return "porcupine's visualization: " + path + "\n" + h.explain(info)
+}
+
+// explain describes, for each key whose history is not linearizable, the
+// longest linearization porcupine found and the operations none of which
+// can come next.
+func (h *history) explain(info porcupine.LinearizationInfo) string {
+	var b strings.Builder
+	partials := info.PartialLinearizationsOperations()
+	for p, ops := range partitionByKey(h.ops) {
+		if p >= len(partials) {
+			break
+		}
+		var longest []porcupine.Operation
+		for _, l := range partials[p] {
+			if len(l) > len(longest) {
+				longest = l
+			}
+		}
+		if len(longest) == len(ops) {
+			continue
+		}
+		fmt.Fprintf(&b, "key %s: %d of %d operations linearized; the longest linearization found:\n", ops[0].Input.(Input).Key, len(longest), len(ops))
+		done := map[string]bool{}
+		for _, op := range longest {
+			fmt.Fprintf(&b, "  %s\n", describeTimed(op))
+			done[describeTimed(op)] = true
+		}
+		b.WriteString("then none of these can come next:\n")
+		rest := slices.Clone(ops)
+		slices.SortFunc(rest, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+		for _, op := range rest {
+			if !done[describeTimed(op)] {
+				fmt.Fprintf(&b, "  %s\n", describeTimed(op))
+			}
+		}
+	}
+	return b.String()
+}
+
+// describeTimed describes op with its client and real-time interval.
+func describeTimed(op porcupine.Operation) string {
+	ret := "∞"
+	if op.Return != math.MaxInt64 {
+		ret = fmt.Sprintf("%.3fms", float64(op.Return)/1e6)
+	}
+	return fmt.Sprintf("[c%d %.3fms..%s] %s", op.ClientId, float64(op.Call)/1e6, ret, describeOp(op.Input.(Input), op.Output.(Output)))
 }
 
 // keyTokens is the tokens claimed on one key, by anyone.
@@ -379,18 +438,17 @@ func (c *client) call() {
 		return time.UnixMilli(ms).Add(time.Duration(rng.Int64N(int64(time.Millisecond))))
 	}
 
-	w := rng.IntN(100)
-	switch {
-	case w < 35 || (w >= 87 && c.ext == nil):
-		in.Kind = Claim
-	case w < 55:
-		in.Kind = Get
-	case w < 75:
-		in.Kind = Complete
-	case w < 87:
-		in.Kind = Release
-	default:
-		in.Kind = Extend
+	mix := r.cfg.Mix
+	if c.ext == nil {
+		mix[Claim], mix[Extend] = mix[Claim]+mix[Extend], 0
+	}
+	w := rng.IntN(mix[0] + mix[1] + mix[2] + mix[3] + mix[4])
+	for k, weight := range mix {
+		if w < weight {
+			in.Kind = Kind(k)
+			break
+		}
+		w -= weight
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)

@@ -204,6 +204,16 @@ func matches(want, got Output, kind Kind, strictFirst bool) bool {
 	return w == g
 }
 
+// vanished reports whether out is the contract's rare race on pre: a
+// Claim whose write failed on a record that vanished, or became free for
+// it, before the store read it back, answered with Acquired false and a
+// zero Record ("the caller may claim again"). It changed nothing, and
+// is allowed only where the key is free for the claim: the moment of the
+// read-back.
+func vanished(pre State, in Input, out Output) bool {
+	return in.Kind == Claim && out.Outcome == OK && !out.Acquired && !out.Record.Present && pre.freeFor(in)
+}
+
 // Model returns the porcupine model of a dedupe.Store: memstore's
 // semantics per key. An expired record may vanish at any call whose Now
 // is past its expiry (memstore's Get drops it, DynamoDB's TTL and Redis's
@@ -236,6 +246,8 @@ func Model(strictFirst bool) porcupine.Model {
 					add(post)
 				case matches(want, out, in.Kind, strictFirst):
 					add(post)
+				case vanished(c, in, out):
+					add(c)
 				}
 			}
 			return next
