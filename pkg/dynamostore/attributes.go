@@ -70,6 +70,10 @@ type Attributes struct {
 	// ResOmitted is true on a COMPLETED record whose result did not fit
 	// (BOOL). Default "res_omitted".
 	ResOmitted string
+	// ResObject holds, instead of ResBody, where a result body too large
+	// for the item is stored in S3 (Options.LargeResults): a map (M) of
+	// bucket (S), key (S), size (N) and sha256 (B). Default "res_object".
+	ResObject string
 	// InflightShard holds hash(key) mod Shards (N) while the record is
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
@@ -93,6 +97,7 @@ func DefaultAttributes() Attributes {
 		ResBody:        "res_body",
 		ResEncoding:    "res_encoding",
 		ResOmitted:     "res_omitted",
+		ResObject:      "res_object",
 		InflightShard:  "inflight_shard",
 	}
 }
@@ -117,6 +122,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResBody, d.ResBody},
 		{&a.ResEncoding, d.ResEncoding},
 		{&a.ResOmitted, d.ResOmitted},
+		{&a.ResObject, d.ResObject},
 		{&a.InflightShard, d.InflightShard},
 	} {
 		if *f.dst == "" {

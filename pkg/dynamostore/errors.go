@@ -24,6 +24,13 @@ var (
 	// ErrMalformedItem reports a stored item the store cannot decode: an
 	// attribute of the wrong type, a missing key or owner, a corrupt body.
 	ErrMalformedItem = errors.New("dynamostore: malformed item")
+
+	// ErrObjectInvalid reports a result stored in S3 (LargeResults) that
+	// cannot be replayed: the object is missing, its size or SHA-256
+	// differ from its record's, or the store has no LargeResults for the
+	// bucket the record names. The record is never answered with another
+	// body.
+	ErrObjectInvalid = errors.New("dynamostore: stored result object is missing or does not match its record")
 )
 
 // unavailableCodes are the DynamoDB error codes that mean "try again
@@ -38,6 +45,9 @@ var unavailableCodes = map[string]bool{
 	"ServiceUnavailableException":            true,
 	"RequestTimeout":                         true,
 	"RequestTimeoutException":                true,
+	// Only MRSC global tables return it; the store has already retried
+	// it (ConflictAttempts).
+	"ReplicatedWriteConflictException": true,
 }
 
 // wrapErr wraps an SDK error from operation op on key with context, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ type Client interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -63,6 +65,22 @@ type Options struct {
 	// error wrapping dedupe.ErrResultTooLarge. Zero means
 	// DefaultMaxItemBytes.
 	MaxItemBytes int
+
+	// LargeResults, when set, stores results that do not fit in an item
+	// (after compression) as S3 objects, so they replay byte for byte
+	// instead of being omitted. The zero value stores none. See
+	// LargeResults.
+	LargeResults LargeResults
+
+	// GlobalTables says what New does when the table is a global table:
+	// the zero value calls DescribeTable once and refuses replicas in
+	// multi-Region eventual consistency. See GlobalTables.
+	GlobalTables GlobalTables
+
+	// Logger receives the store's warnings (GlobalTablesWarnEventual).
+	// Nil means text lines on standard error, which Lambda sends to
+	// CloudWatch Logs.
+	Logger *slog.Logger
 }
 
 // Store is a dedupe.Store backed by one DynamoDB table. Create it with New;
@@ -76,6 +94,7 @@ type Store struct {
 	shards        int
 	compressAbove int
 	maxItemBytes  int
+	large         LargeResults
 }
 
 var (
@@ -86,7 +105,9 @@ var (
 // New returns a Store that keeps records in opts.Table through client. It
 // never loads AWS configuration, reads the environment or starts
 // goroutines; build the client with config.LoadDefaultConfig and
-// dynamodb.NewFromConfig once, at init.
+// dynamodb.NewFromConfig once, at init. Unless Options.GlobalTables is
+// GlobalTablesUnchecked, it calls DescribeTable once (bounded by
+// CheckTimeout) to refuse a global table in eventual consistency.
 //
 // The client's retryer (the SDK's standard retryer by default) retries
 // throttling and transient failures before the store sees them; the store
@@ -104,8 +125,14 @@ func New(client Client, opts Options) (*Store, error) {
 	case opts.MaxItemBytes < 0:
 		return nil, fmt.Errorf("%w: MaxItemBytes %d is negative", ErrInvalidOptions, opts.MaxItemBytes)
 	}
+	if err := opts.LargeResults.check(); err != nil {
+		return nil, err
+	}
+	if err := checkGlobal(client, opts.Table, opts.GlobalTables, opts.Logger); err != nil {
+		return nil, err
+	}
 	s := &Store{
-		client:        client,
+		client:        conflictRetrier{client},
 		table:         opts.Table,
 		sortKey:       opts.SortKey,
 		attr:          opts.Attributes.withDefaults(),
@@ -113,6 +140,7 @@ func New(client Client, opts Options) (*Store, error) {
 		shards:        opts.Shards,
 		compressAbove: opts.CompressAbove,
 		maxItemBytes:  opts.MaxItemBytes,
+		large:         opts.LargeResults,
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
@@ -209,7 +237,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
 	}
 	if len(ccf.Item) > 0 {
-		existing, err := s.decode(ccf.Item)
+		existing, err := s.load(ctx, "claim", req.Key, ccf.Item)
 		if err != nil {
 			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
 		}
@@ -247,10 +275,16 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	res := s.encodeResult(req.Result)
 	size := s.completedSize(req, res)
 	if size > s.maxItemBytes {
+		if s.large.enabled() {
+			return s.completeLarge(ctx, req, res)
+		}
 		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
 	}
 	err := s.update(ctx, req, res)
 	if isItemTooLarge(err) {
+		if s.large.enabled() {
+			return s.completeLarge(ctx, req, res)
+		}
 		return s.completeOmitted(ctx, req, "DynamoDB refused the item as too large")
 	}
 	return err
@@ -297,12 +331,20 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	if len(res.body) > 0 {
+	names["#robj"] = a.ResObject
+	switch {
+	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
 		values[":rb"] = &types.AttributeValueMemberB{Value: res.body}
 		values[":re"] = str(res.encoding)
-	} else {
-		remove += ", #rb, #re"
+		remove += ", #robj"
+	case res.object != nil:
+		set += ", #robj = :robj, #re = :re"
+		values[":robj"] = res.object.attribute()
+		values[":re"] = str(res.encoding)
+		remove += ", #rb"
+	default:
+		remove += ", #rb, #re, #robj"
 	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -429,7 +471,7 @@ func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, fo
 	if len(out.Item) == 0 {
 		return dedupe.Record{}, false, nil
 	}
-	rec, err = s.decode(out.Item)
+	rec, err = s.load(ctx, op, key, out.Item)
 	if err != nil {
 		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %s: %w", op, dedupe.KeyRef(key), err)
 	}
