@@ -77,6 +77,17 @@ type Options struct {
 	// multi-Region eventual consistency. See GlobalTables.
 	GlobalTables GlobalTables
 
+	// Lean makes the store write no in-flight index entry: a claim sets
+	// no Attributes.InflightShard, so the sparse index is never written
+	// (a fresh request costs 2 write units instead of 4; see docs/cost.md)
+	// and Reap is refused, having nothing to find. Stranded records stay
+	// correct: a retry of the same request takes them over after the
+	// lease, and every record expires at expires_at. What is lost is the
+	// reaper's report of them (the stranded-records alarm). Every writer
+	// of a table should agree; a reaper then finds only the records of
+	// writers that are not Lean. Lean with Shards or Index set is refused.
+	Lean bool
+
 	// Logger receives the store's warnings (GlobalTablesWarnEventual).
 	// Nil means text lines on standard error, which Lambda sends to
 	// CloudWatch Logs.
@@ -95,6 +106,7 @@ type Store struct {
 	compressAbove int
 	maxItemBytes  int
 	large         LargeResults
+	lean          bool
 }
 
 var (
@@ -125,6 +137,9 @@ func New(client Client, opts Options) (*Store, error) {
 	case opts.MaxItemBytes < 0:
 		return nil, fmt.Errorf("%w: MaxItemBytes %d is negative", ErrInvalidOptions, opts.MaxItemBytes)
 	}
+	if opts.Lean && (opts.Shards != 0 || opts.Index != "") {
+		return nil, fmt.Errorf("%w: Lean writes no in-flight index, so Shards and Index mean nothing: unset them, or Lean", ErrInvalidOptions)
+	}
 	if err := opts.LargeResults.check(); err != nil {
 		return nil, err
 	}
@@ -141,6 +156,7 @@ func New(client Client, opts Options) (*Store, error) {
 		compressAbove: opts.CompressAbove,
 		maxItemBytes:  opts.MaxItemBytes,
 		large:         opts.LargeResults,
+		lean:          opts.Lean,
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
@@ -205,7 +221,9 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
 	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
 	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
-	item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	if !s.lean {
+		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	}
 
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
