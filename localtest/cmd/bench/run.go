@@ -42,6 +42,9 @@ type Report struct {
 	Waited    Waited  `json:"waited"`
 	Moto      string  `json:"moto"`
 	Stack     Stack   `json:"stack"`
+	// Capacity is the DynamoDB capacity units per request (capacity.go).
+	Capacity []Capacity `json:"capacity"`
+	Check    CheckCost  `json:"globalTableCheck"`
 }
 
 // InProcess is one testing.Benchmark result.
@@ -94,12 +97,19 @@ func run(ctx context.Context, outDir string, n int, w io.Writer) error {
 	if rep.Waited, err = waited(ctx, client, table); err != nil {
 		return err
 	}
+	if rep.Capacity, err = capacityUnits(ctx, client, table); err != nil {
+		return fmt.Errorf("capacity units: %w", err)
+	}
+	if rep.Check, err = checkCost(client, table); err != nil {
+		return fmt.Errorf("global-table check: %w", err)
+	}
 	rep.Moto = motoReplay(ctx)
 	if rep.Stack, err = stack(ctx, endpoint, client); err != nil {
 		return fmt.Errorf("local stack: %w", err)
 	}
 
 	print(w, rep)
+	printCapacity(w, rep.Capacity, rep.Check)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
