@@ -16,7 +16,7 @@ import (
 func TestGatewayWithPool(t *testing.T) {
 	pool, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = time.Second })
 	g, err := New(Config{
-		Routes:             []Route{{Key: "ANY /echo/{id}", Function: pool}},
+		Routes:             []Route{{Key: "ANY /echo/{id}", Function: pool, Auth: Auth{Type: AuthJWT}}},
 		IntegrationTimeout: 1500 * time.Millisecond,
 	})
 	if err != nil {
