@@ -213,7 +213,8 @@ func (a *API) create(ctx context.Context, owner string, req events.APIGatewayV2H
 	// again under the same processor key, which the processor answers
 	// with the first charge (nothing is charged twice), and writes the
 	// same row.
-	switch err := a.repo.Put(ctx, p); {
+	stored, err := a.repo.Put(ctx, p)
+	switch {
 	case errors.Is(err, ErrConflict):
 		a.log.Error("payments: payment not recorded: another payment has its ID",
 			"id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status, "err", err)
@@ -223,6 +224,9 @@ func (a *API) create(ctx context.Context, owner string, req events.APIGatewayV2H
 		a.log.Error("payments: record payment failed", "id", p.ID, "status", p.Status, "err", err)
 		return unavailable(), nil
 	}
+	// A retried write answers the row written first, so every attempt at
+	// this request answers the same payment, byte for byte.
+	p = stored
 	a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
 
 	if status == StatusDeclined {

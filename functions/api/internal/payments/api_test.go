@@ -664,17 +664,17 @@ type recordingRepo struct {
 	put []payments.Payment
 }
 
-func (r *recordingRepo) Put(_ context.Context, p payments.Payment) error {
+func (r *recordingRepo) Put(_ context.Context, p payments.Payment) (payments.Payment, error) {
 	r.put = append(r.put, p)
-	return nil
+	return p, nil
 }
 
-func (r *downRepo) Put(ctx context.Context, p payments.Payment) error {
+func (r *downRepo) Put(ctx context.Context, p payments.Payment) (payments.Payment, error) {
 	if r.down.Load() {
 		if r.applied {
 			r.memoryRepo.Put(ctx, p)
 		}
-		return fmt.Errorf("put payment %s: connection refused", p.ID)
+		return payments.Payment{}, fmt.Errorf("put payment %s: connection refused", p.ID)
 	}
 	return r.memoryRepo.Put(ctx, p)
 }
@@ -723,7 +723,7 @@ func TestRepositoryUnavailable(t *testing.T) {
 		}
 		earlier := probe.put[0]
 		earlier.Amount = 1000
-		if err := repo.Put(context.Background(), earlier); err != nil {
+		if _, err := repo.Put(context.Background(), earlier); err != nil {
 			t.Fatal(err)
 		}
 		r := e.send(req)

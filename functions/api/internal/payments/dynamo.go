@@ -61,13 +61,13 @@ type paymentItem struct {
 }
 
 // Put implements Repository with a PutItem that never overwrites.
-func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
+func (r *DynamoRepository) Put(ctx context.Context, p Payment) (Payment, error) {
 	item, err := attributevalue.MarshalMap(paymentItem{
 		ID: p.ID, Amount: p.Amount, Currency: p.Currency, Source: p.Source, Status: p.Status,
 		Created: p.Created.UTC().Format(createdLayout), Owner: p.Owner,
 	})
 	if err != nil {
-		return fmt.Errorf("put payment %s: %w", p.ID, err)
+		return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, err)
 	}
 	_, err = r.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           aws.String(r.table),
@@ -79,17 +79,17 @@ func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
 		// Already stored: ours (a retried write) or a clash.
 		got, gerr := r.Get(ctx, p.ID)
 		if gerr != nil {
-			return fmt.Errorf("put payment %s: exists, and reading it failed: %w", p.ID, gerr)
+			return Payment{}, fmt.Errorf("put payment %s: exists, and reading it failed: %w", p.ID, gerr)
 		}
 		if !samePayment(got, p) {
-			return fmt.Errorf("put payment %s: %w", p.ID, ErrConflict)
+			return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, ErrConflict)
 		}
-		return nil
+		return got, nil
 	}
 	if err != nil {
-		return fmt.Errorf("put payment %s: %w", p.ID, err)
+		return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, err)
 	}
-	return nil
+	return p, nil
 }
 
 // samePayment reports whether two payments record the same charge; the

@@ -26,7 +26,7 @@ func TestDynamoRepositoryItemFormat(t *testing.T) {
 	repo := payments.NewDynamoRepository(client, table)
 	created := time.Date(2031, 5, 6, 7, 8, 9, 120_000_000, time.FixedZone("CEST", 2*3600))
 	p := payments.Payment{ID: "pay_F", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusDeclined, Created: created, Owner: "own_alice"}
-	if err := repo.Put(ctx, p); err != nil {
+	if _, err := repo.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{

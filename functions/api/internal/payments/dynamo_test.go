@@ -36,24 +36,24 @@ func TestDynamoRepository(t *testing.T) {
 	created := time.Date(2031, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
 	p := payments.Payment{ID: "pay_A", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusSucceeded, Created: created, Owner: "own_alice"}
 
-	if err := repo.Put(ctx, p); err != nil {
+	if _, err := repo.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	// A retried write of the same payment succeeds and changes nothing;
 	// a different payment under the same ID is refused.
 	again := p
 	again.Created = created.Add(time.Second)
-	if err := repo.Put(ctx, again); err != nil {
-		t.Errorf("second Put of the same payment: %v, want nil (a retried write)", err)
+	if got, err := repo.Put(ctx, again); err != nil || !got.Created.Equal(created) {
+		t.Errorf("second Put of the same payment: %+v, %v; want the first row (a retried write)", got, err)
 	}
 	clash := p
 	clash.Amount = 9999
-	if err := repo.Put(ctx, clash); !errors.Is(err, payments.ErrConflict) {
+	if _, err := repo.Put(ctx, clash); !errors.Is(err, payments.ErrConflict) {
 		t.Errorf("Put of another payment under the same ID: got %v, want ErrConflict", err)
 	}
 	theirs := p
 	theirs.Owner = "own_bob"
-	if err := repo.Put(ctx, theirs); !errors.Is(err, payments.ErrConflict) {
+	if _, err := repo.Put(ctx, theirs); !errors.Is(err, payments.ErrConflict) {
 		t.Errorf("Put of another owner's payment under the same ID: got %v, want ErrConflict", err)
 	}
 	if got, err := repo.Get(ctx, "pay_A"); err != nil || got != p {
@@ -75,7 +75,7 @@ func TestDynamoRepository(t *testing.T) {
 		if id == "pay_D" {
 			q.Owner = "own_bob"
 		}
-		if err := repo.Put(ctx, q); err != nil {
+		if _, err := repo.Put(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,17 +21,17 @@ func newMemoryRepo() *memoryRepo {
 	return &memoryRepo{payments: map[string]payments.Payment{}}
 }
 
-func (r *memoryRepo) Put(_ context.Context, p payments.Payment) error {
+func (r *memoryRepo) Put(_ context.Context, p payments.Payment) (payments.Payment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if got, ok := r.payments[p.ID]; ok {
 		if got.Owner == p.Owner && got.Amount == p.Amount && got.Currency == p.Currency && got.Source == p.Source && got.Status == p.Status {
-			return nil // a retried write
+			return got, nil // a retried write
 		}
-		return fmt.Errorf("put payment %s: %w", p.ID, payments.ErrConflict)
+		return payments.Payment{}, fmt.Errorf("put payment %s: %w", p.ID, payments.ErrConflict)
 	}
 	r.payments[p.ID] = p
-	return nil
+	return p, nil
 }
 
 func (r *memoryRepo) Get(_ context.Context, id string) (payments.Payment, error) {

@@ -46,8 +46,10 @@ type Repository interface {
 	// retried write (an SDK retry after a lost reply, or a retry of the
 	// request whose ID is derived from its claim), not a new payment. A
 	// different payment under a taken ID is an error wrapping
-	// ErrConflict.
-	Put(ctx context.Context, p Payment) error
+	// ErrConflict. Put returns the payment as stored: p, or for a retried
+	// write the row written first (its Created is the first attempt's), so
+	// that every attempt at one request answers the same payment.
+	Put(ctx context.Context, p Payment) (Payment, error)
 
 	// Get returns the payment with id, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (Payment, error)
