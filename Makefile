@@ -143,8 +143,12 @@ deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the 
 deploy-rehearsal: ## what sam build + sam deploy would do, against a moto_server it starts: build, upload, transform, create, update, delete, checked
 	$(GO) run ./localtest/cmd/rehearse $(REHEARSAL_ARGS)
 
-validate: ## lint template.yaml: sam validate --lint, or without the SAM CLI cfn-lint on it and on its offline SAM transform
-	$(GO) run ./infra/cmd/validate -o build/template.transformed.json
+# TEMPLATE names another template for `make validate`, e.g. your own stack's:
+# `make validate TEMPLATE=../my-service/template.yaml`.
+TEMPLATE ?=
+
+validate: ## lint template.yaml (or TEMPLATE=path): sam validate --lint or the offline SAM transform, and cfn-lint with dedupe's rules (infra/cfnlint)
+	$(GO) run ./infra/cmd/validate -o build/template.transformed.json $(TEMPLATE)
 
 fmt: ## gofmt every Go file in place
 	$(GO) fmt ./...

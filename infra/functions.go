@@ -3,6 +3,7 @@ package infra
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,107 @@ type Route struct {
 	// Timeout is the integration timeout (TimeoutInMillis), by default
 	// DefaultIntegrationTimeout.
 	Timeout time.Duration
+	// Auth is the route's authorizer, resolved as SAM resolves it: the
+	// event's Auth.Authorizer ("NONE" for none), else the API's
+	// DefaultAuthorizer (from the AWS::Serverless::HttpApi the event's
+	// ApiId names, or Globals.HttpApi for the implicit API), else none.
+	Auth RouteAuth
+}
+
+// Authorizer types of a RouteAuth.
+const (
+	// AuthIAM is the AWS_IAM authorizer: SigV4-signed requests only.
+	AuthIAM = "AWS_IAM"
+	// AuthJWT is a JWT authorizer (JwtConfiguration).
+	AuthJWT = "JWT"
+	// AuthLambda is a Lambda authorizer (FunctionArn).
+	AuthLambda = "REQUEST"
+)
+
+// RouteAuth is a route's authorizer. The zero value is none: the route is
+// open to anyone who can reach the API.
+type RouteAuth struct {
+	// Name is the authorizer's name in the template: "AWS_IAM", or a key
+	// of the API's Auth.Authorizers. Empty for none.
+	Name string
+	// Type is AuthIAM, AuthJWT or AuthLambda; empty for none.
+	Type string
+	// Issuer and Audience are a JWT authorizer's JwtConfiguration.
+	Issuer   string
+	Audience []string
+}
+
+// httpAPIAuth is the Auth property of an AWS::Serverless::HttpApi (or of
+// Globals.HttpApi).
+type httpAPIAuth struct {
+	DefaultAuthorizer   string
+	EnableIamAuthorizer bool
+	Authorizers         map[string]httpAuthorizer
+}
+
+// httpAuthorizer is one entry of an HttpApi's Auth.Authorizers.
+type httpAuthorizer struct {
+	FunctionArn      any
+	JwtConfiguration *struct {
+		Issuer   any
+		Audience any
+	}
+}
+
+// merged returns a over base, as SAM merges an HttpApi's Auth over
+// Globals.HttpApi.Auth (a map's keys merge; other values override).
+func (a *httpAPIAuth) merged(base *httpAPIAuth) *httpAPIAuth {
+	switch {
+	case a == nil:
+		return base
+	case base == nil:
+		return a
+	}
+	out := *base
+	if a.DefaultAuthorizer != "" {
+		out.DefaultAuthorizer = a.DefaultAuthorizer
+	}
+	out.EnableIamAuthorizer = out.EnableIamAuthorizer || a.EnableIamAuthorizer
+	if len(a.Authorizers) > 0 {
+		out.Authorizers = maps.Clone(base.Authorizers)
+		if out.Authorizers == nil {
+			out.Authorizers = maps.Clone(a.Authorizers)
+		}
+		maps.Copy(out.Authorizers, a.Authorizers)
+	}
+	return &out
+}
+
+// routeAuth resolves the authorizer named name ("" for the API's
+// default) on an API whose Auth is api.
+func routeAuth(name string, api *httpAPIAuth) (RouteAuth, error) {
+	if name == "" && api != nil {
+		name = api.DefaultAuthorizer
+	}
+	if name == "" || name == "NONE" {
+		return RouteAuth{}, nil
+	}
+	if name == AuthIAM {
+		if api == nil || !api.EnableIamAuthorizer {
+			return RouteAuth{}, fmt.Errorf("authorizer AWS_IAM needs EnableIamAuthorizer: true in the HttpApi's Auth")
+		}
+		return RouteAuth{Name: name, Type: AuthIAM}, nil
+	}
+	var def httpAuthorizer
+	var ok bool
+	if api != nil {
+		def, ok = api.Authorizers[name]
+	}
+	switch {
+	case !ok:
+		return RouteAuth{}, fmt.Errorf("authorizer %q is not declared in the HttpApi's Auth.Authorizers", name)
+	case def.JwtConfiguration != nil:
+		iss, _ := scalarString(def.JwtConfiguration.Issuer)
+		return RouteAuth{Name: name, Type: AuthJWT, Issuer: iss, Audience: strings1(def.JwtConfiguration.Audience)}, nil
+	case def.FunctionArn != nil:
+		return RouteAuth{Name: name, Type: AuthLambda}, nil
+	}
+	return RouteAuth{}, fmt.Errorf("authorizer %q has neither JwtConfiguration nor FunctionArn", name)
 }
 
 // RouteKey returns the route key as API Gateway writes it, e.g.
@@ -172,6 +274,10 @@ type samEvent struct {
 		Enabled              *bool
 		State                string
 		Input                string
+		ApiId                any
+		Auth                 *struct {
+			Authorizer string
+		}
 	}
 }
 
@@ -179,12 +285,27 @@ type samEvent struct {
 // (see [Template.Creates]), sorted by logical id.
 func Functions(t *Template) ([]Function, error) {
 	var global samFunction
+	var globalAPI struct{ Auth *httpAPIAuth }
 	if g, ok := t.doc["Globals"].(map[string]any); ok {
 		if err := remarshal(g["Function"], &global); err != nil {
 			return nil, fmt.Errorf("read Globals.Function: %w", err)
 		}
+		if err := remarshal(g["HttpApi"], &globalAPI); err != nil {
+			return nil, fmt.Errorf("read Globals.HttpApi: %w", err)
+		}
 	}
 	resources, _ := t.doc["Resources"].(map[string]any)
+	// The Auth of every HTTP API: "" is the implicit one.
+	apis := map[string]*httpAPIAuth{"": globalAPI.Auth}
+	for id, r := range resources {
+		if res, ok := r.(map[string]any); ok && res["Type"] == "AWS::Serverless::HttpApi" {
+			var p struct{ Auth *httpAPIAuth }
+			if err := remarshal(res["Properties"], &p); err != nil {
+				return nil, fmt.Errorf("read HttpApi %s: %w", id, err)
+			}
+			apis[id] = p.Auth.merged(globalAPI.Auth)
+		}
+	}
 	ids := make([]string, 0, len(resources))
 	for id, r := range resources {
 		if res, ok := r.(map[string]any); ok && res["Type"] == "AWS::Serverless::Function" && t.Creates(id) {
@@ -196,7 +317,7 @@ func Functions(t *Template) ([]Function, error) {
 	out := make([]Function, 0, len(ids))
 	for _, id := range ids {
 		res, _ := t.resource(id)
-		f, err := function(id, res, &global)
+		f, err := function(id, res, &global, apis)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +346,7 @@ func FunctionEnv(t *Template, logicalID string) map[string]string {
 }
 
 // function builds one Function from its resolved resource and Globals.
-func function(id string, res map[string]any, global *samFunction) (Function, error) {
+func function(id string, res map[string]any, global *samFunction, apis map[string]*httpAPIAuth) (Function, error) {
 	var p samFunction
 	if err := remarshal(res["Properties"], &p); err != nil {
 		return Function{}, fmt.Errorf("read function %s: %w", id, err)
@@ -297,6 +418,19 @@ func function(id string, res map[string]any, global *samFunction) (Function, err
 			if pr.TimeoutInMillis != nil {
 				r.Timeout = time.Duration(*pr.TimeoutInMillis) * time.Millisecond
 			}
+			api := apiID(pr.ApiId)
+			if _, ok := apis[api]; !ok {
+				return Function{}, fmt.Errorf("function %s, event %s: ApiId %v is not an AWS::Serverless::HttpApi of the template", id, name, pr.ApiId)
+			}
+			var authName string
+			if pr.Auth != nil {
+				authName = pr.Auth.Authorizer
+			}
+			auth, err := routeAuth(authName, apis[api])
+			if err != nil {
+				return Function{}, fmt.Errorf("function %s, event %s: %w", id, name, err)
+			}
+			r.Auth = auth
 			f.Routes = append(f.Routes, r)
 		case "Schedule", "ScheduleV2":
 			s := Schedule{Event: name, Expression: pr.Schedule, Enabled: true, Input: pr.Input}
@@ -315,6 +449,20 @@ func function(id string, res map[string]any, global *samFunction) (Function, err
 		return Function{}, fmt.Errorf("read policies of %s: %w", id, err)
 	}
 	return f, nil
+}
+
+// apiID returns the logical id an HttpApi event's ApiId refers to, "" for
+// the implicit API.
+func apiID(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if ref, ok := v["Ref"].(string); ok {
+			return ref
+		}
+	}
+	return ""
 }
 
 // readPolicies sorts a function's Policies into inline statements and

@@ -92,9 +92,17 @@ func Transform(ctx context.Context, path string, opts TransformOptions) ([]byte,
 	return out, nil
 }
 
-// Lint runs cfn-lint on each template path, from dir so that its
-// configuration file there (.cfnlintrc.yaml) applies: every error, warning
-// and informational finding not waived there fails. The error carries
+// RulesDir is the directory, relative to the module root, of the
+// library's cfn-lint rules (Python): E9101 TTL enabled on expires_at of an
+// idempotency table, E9102 the grants the guard and the reaper need, E9103
+// a guarded function behind a Function URL with AuthType NONE. Lint
+// appends them to cfn-lint's own.
+const RulesDir = "infra/cfnlint"
+
+// Lint runs cfn-lint on each template path, with the library's rules
+// (RulesDir), from dir so that its configuration file there
+// (.cfnlintrc.yaml) applies: every error, warning and informational
+// finding not waived there fails. The error carries
 // cfn-lint's report and wraps [ErrLint]; it wraps [ErrToolMissing] when
 // cfn-lint is not on PATH.
 func Lint(ctx context.Context, dir string, paths ...string) error {
@@ -108,7 +116,12 @@ func Lint(ctx context.Context, dir string, paths ...string) error {
 			return fmt.Errorf("lint %s: %w", p, err)
 		}
 	}
-	cmd := exec.CommandContext(ctx, "cfn-lint", append([]string{"--"}, abs...)...)
+	args := []string{"--"}
+	if root, err := ModuleRoot(); err == nil {
+		// The library's own rules (RulesDir): TTL, grants, public URLs.
+		args = []string{"--append-rules", filepath.Join(root, RulesDir), "--"}
+	}
+	cmd := exec.CommandContext(ctx, "cfn-lint", append(args, abs...)...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -134,7 +147,15 @@ func Validate(ctx context.Context, path, transformed string) ([]string, error) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("%w: sam validate --lint: %v:\n%s", ErrLint, err, out)
 		}
-		return []string{"sam validate --lint --template " + path}, nil
+		ran := []string{"sam validate --lint --template " + path}
+		// sam validate cannot load rules of its own; cfn-lint can.
+		if _, err := exec.LookPath("cfn-lint"); err == nil {
+			if err := Lint(ctx, dir, path); err != nil {
+				return nil, err
+			}
+			ran = append(ran, "cfn-lint --append-rules "+RulesDir+" -- "+path)
+		}
+		return ran, nil
 	}
 	out, err := Transform(ctx, path, TransformOptions{})
 	if err != nil {
@@ -160,7 +181,7 @@ func Validate(ctx context.Context, path, transformed string) ([]string, error) {
 	}
 	return []string{
 		"python3 " + TransformScript + " " + path + " > " + transformed,
-		"cfn-lint -- " + path + " " + transformed,
+		"cfn-lint --append-rules " + RulesDir + " -- " + path + " " + transformed,
 	}, nil
 }
 

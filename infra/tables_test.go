@@ -38,6 +38,7 @@ func TestTablesFromTemplate(t *testing.T) {
 					{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
 					{AttributeName: aws.String("inflight_shard"), AttributeType: types.ScalarAttributeTypeN},
 					{AttributeName: aws.String("lease_expires_at"), AttributeType: types.ScalarAttributeTypeN},
+					{AttributeName: aws.String("ref"), AttributeType: types.ScalarAttributeTypeS},
 				},
 				KeySchema: []types.KeySchemaElement{
 					{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
@@ -52,6 +53,12 @@ func TestTablesFromTemplate(t *testing.T) {
 						ProjectionType:   types.ProjectionTypeInclude,
 						NonKeyAttributes: []string{"owner", "status", "created_at"},
 					},
+				}, {
+					IndexName: aws.String("ref"),
+					KeySchema: []types.KeySchemaElement{
+						{AttributeName: aws.String("ref"), KeyType: types.KeyTypeHash},
+					},
+					Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 				}},
 			},
 		},

@@ -41,7 +41,7 @@ const (
 	chaosEnvironments    = 8  // execution environments of the chaos stack
 )
 
-// chaosCallers are the JWT subjects; every request carries one of them.
+// chaosCallers are the IAM callers; every request is signed by one of them.
 var chaosCallers = []string{"alice", "bob", "carol", "dave"}
 
 // intent is one payment a caller means to make once: one caller, one key,
@@ -60,7 +60,7 @@ type intent struct {
 }
 
 func (in *intent) headers() map[string]string {
-	return map[string]string{"Idempotency-Key": in.key, "Authorization": "Bearer " + jwtFor(in.caller)}
+	return map[string]string{"Idempotency-Key": in.key, "Authorization": signedBy(in.caller)}
 }
 
 // chaosStack is a stack of its own on a DynamoDB endpoint that keeps its

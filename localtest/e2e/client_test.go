@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -46,6 +45,9 @@ func sendTo(base, method, path, body string, headers map[string]string) (reply, 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	// Every route is behind AWS_IAM: an unsigned request gets 403 at the
+	// gateway. A request that names no caller is signed as defaultCaller.
+	req.Header.Set("Authorization", signedBy(defaultCaller))
 	for k, v := range headers {
 		if v != "" {
 			req.Header.Set(k, v)
@@ -103,23 +105,23 @@ func newKey() string {
 	return "e2e-" + hex.EncodeToString(b[:])
 }
 
-// pay posts c with an Idempotency-Key (none when key is empty) and an
-// optional bearer token.
-func pay(t *testing.T, key string, c charge, token string) reply {
+// pay posts c with an Idempotency-Key (none when key is empty), signed as
+// the caller whose Authorization header is auth (signedBy; "" for
+// defaultCaller).
+func pay(t *testing.T, key string, c charge, auth string) reply {
 	t.Helper()
-	h := map[string]string{"Idempotency-Key": key}
-	if token != "" {
-		h["Authorization"] = "Bearer " + token
-	}
+	h := map[string]string{"Idempotency-Key": key, "Authorization": auth}
 	return mustSend(t, "POST", "/payments", c.JSON(), h)
 }
 
-// jwtFor returns an unsigned JWT for subject sub. The local gateway does
-// not verify signatures.
-func jwtFor(sub string) string {
-	enc := base64.RawURLEncoding
-	claims, _ := json.Marshal(map[string]any{"iss": "https://issuer.example", "sub": sub, "exp": time.Now().Add(time.Hour).Unix()})
-	return enc.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc.EncodeToString(claims) + "."
+// defaultCaller is the IAM caller of requests that name none.
+const defaultCaller = "e2e"
+
+// signedBy returns a SigV4 Authorization header for the access key ID
+// caller, as curl --aws-sigv4 sends it. The local gateway checks its
+// form, not its signature, and takes the access key ID as the caller.
+func signedBy(caller string) string {
+	return "AWS4-HMAC-SHA256 Credential=" + caller + "/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=00"
 }
 
 // payment is a payment as the API returns it.
@@ -131,13 +133,27 @@ type payment struct {
 	Status   string `json:"status"`
 }
 
-// payments lists every payment, following the pagination.
-func payments(t *testing.T) []payment {
+// payments lists every payment of the callers whose Authorization headers
+// are auths (none: defaultCaller), following the pagination.
+func payments(t *testing.T, auths ...string) []payment {
+	t.Helper()
+	if len(auths) == 0 {
+		auths = []string{""}
+	}
+	var all []payment
+	for _, auth := range auths {
+		all = append(all, paymentsOf(t, auth)...)
+	}
+	return all
+}
+
+// paymentsOf lists one caller's payments.
+func paymentsOf(t *testing.T, auth string) []payment {
 	t.Helper()
 	var all []payment
 	path := "/payments?limit=100"
 	for range 1000 {
-		r := mustSend(t, "GET", path, "", nil)
+		r := mustSend(t, "GET", path, "", map[string]string{"Authorization": auth})
 		if r.status != 200 {
 			t.Fatalf("GET %s: got %d %s, want 200", path, r.status, r.body)
 		}
@@ -160,10 +176,10 @@ func payments(t *testing.T) []payment {
 
 // chargesOf counts the payments of c's amount by status: "succeeded" ones
 // are what was charged; declined charges are recorded too.
-func chargesOf(t *testing.T, c charge) map[string]int {
+func chargesOf(t *testing.T, c charge, auths ...string) map[string]int {
 	t.Helper()
 	n := map[string]int{}
-	for _, p := range payments(t) {
+	for _, p := range payments(t, auths...) {
 		if p.Amount == c.Amount {
 			n[p.Status]++
 		}
@@ -172,9 +188,9 @@ func chargesOf(t *testing.T, c charge) map[string]int {
 }
 
 // charged counts the succeeded payments of c's amount.
-func charged(t *testing.T, c charge) int {
+func charged(t *testing.T, c charge, auths ...string) int {
 	t.Helper()
-	return chargesOf(t, c)["succeeded"]
+	return chargesOf(t, c, auths...)["succeeded"]
 }
 
 // problem is an RFC 9457 problem body.

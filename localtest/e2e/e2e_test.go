@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -460,7 +461,7 @@ func TestKeyErrors(t *testing.T) {
 func TestKeysAreScopedByCaller(t *testing.T) {
 	needStack(t)
 	key, c := newKey(), newCharge("tok_visa")
-	alice, bob := jwtFor("alice"), jwtFor("bob")
+	alice, bob := signedBy("alice"), signedBy("bob")
 
 	a := pay(t, key, c, alice)
 	b := pay(t, key, c, bob)
@@ -483,8 +484,17 @@ func TestKeysAreScopedByCaller(t *testing.T) {
 	if r := pay(t, key, c, bob); !sameReply(b, r) || !r.replayed() {
 		t.Errorf("bob's retry: got %d %s, want his own response replayed", r.status, r.body)
 	}
-	if got := charged(t, c); got != 2 {
+	if got := charged(t, c, alice, bob); got != 2 {
 		t.Errorf("got %d payments, want 2 (one per caller)", got)
+	}
+	// Each sees only its own payment.
+	for _, who := range []struct{ auth, id string }{{alice, pa.ID}, {bob, pb.ID}} {
+		if got := chargesOf(t, c, who.auth)["succeeded"]; got != 1 {
+			t.Errorf("a caller lists %d payments of this amount, want only its own", got)
+		}
+	}
+	if r := mustSend(t, "GET", "/payments/"+pa.ID, "", map[string]string{"Authorization": bob}); r.status != 404 {
+		t.Errorf("bob reads alice's payment: got %d %s, want 404", r.status, r.body)
 	}
 }
 
@@ -538,5 +548,31 @@ func TestStoreOutage(t *testing.T) {
 	}
 	if got := charged(t, c); got != 1 {
 		t.Errorf("got %d payments after the restart, want 1", got)
+	}
+}
+
+// TestUnauthenticatedRefused: every route is behind AWS_IAM, as deployed;
+// the local gateway refuses an unsigned request with 403 before the
+// function runs, as API Gateway does.
+func TestUnauthenticatedRefused(t *testing.T) {
+	needStack(t)
+	for _, tt := range []struct{ method, path, body string }{
+		{"POST", "/payments", newCharge("tok_visa").JSON()},
+		{"GET", "/payments", ""},
+		{"GET", "/payments/pay_x", ""},
+	} {
+		req, err := http.NewRequest(tt.method, baseURL+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Idempotency-Key", newKey())
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Errorf("%s %s unsigned: got %d, want 403", tt.method, tt.path, resp.StatusCode)
+		}
 	}
 }

@@ -12,8 +12,9 @@
 // A [Gateway] is an http.Handler that serves route keys such as
 // "POST /payments" or "GET /payments/{id}" the way an HTTP API with payload
 // format 2.0 does: it builds the event (raw path and query, lower-cased
-// headers, cookies, path and query parameters, request context, base64 for
-// binary bodies, decoded JWT claims), invokes the function and maps its
+// headers with repeated values joined by ",", cookies, path and query
+// parameters, request context, base64 unless the body is text/* or
+// application/json, the route's authorizer), invokes the function and maps its
 // result back to an HTTP response, including API Gateway's inference rules
 // for results that are not a response object and its canned error answers
 // (404, 413, 429, 431, 500, 503). It enforces API Gateway's limits on the
@@ -21,9 +22,14 @@
 // and Lambda's 6 MB invocation payload on the event and the response,
 // answering them as AWS does without disturbing an execution environment.
 //
-// The gateway decodes a bearer JWT into requestContext.authorizer.jwt
-// without verifying its signature: it is a local tool, never an
-// authentication boundary.
+// Each route carries the authorizer its template declares ([Auth]), and the
+// gateway is no kinder than AWS: an AWS_IAM route refuses a request without
+// a SigV4 Authorization header (403) and passes the caller's identity in
+// requestContext.authorizer.iam; a JWT route refuses one without a bearer
+// token (401) and passes its claims in requestContext.authorizer.jwt; a
+// route without an authorizer passes neither, whatever the request
+// carries. Signatures are checked for their form, never verified: it is a
+// local tool, never an authentication boundary.
 //
 // Processes: each environment is an emulator process in its own process
 // group; the emulator starts the bootstrap in a group of its own. A Pool

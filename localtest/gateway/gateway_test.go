@@ -122,7 +122,7 @@ func TestEvent(t *testing.T) {
 			{"rawQueryString", ev.RawQueryString, "b=x%20y&a=1&a=2"},
 			{"query a", ev.QueryStringParameters["a"], "1,2"},
 			{"query b", ev.QueryStringParameters["b"], "x y"},
-			{"header x-multi", ev.Headers["x-multi"], "one, two"},
+			{"header x-multi", ev.Headers["x-multi"], "one,two"},
 			{"header idempotency-key", ev.Headers["idempotency-key"], "k1"},
 			{"header content-type", ev.Headers["content-type"], "application/json"},
 			{"header content-length", ev.Headers["content-length"], "14"},
@@ -208,8 +208,11 @@ func TestEvent(t *testing.T) {
 	}{
 		{"json text", "application/json", []byte(`{"a":"é"}`), false},
 		{"plain text", "text/plain; charset=utf-8", []byte("hello"), false},
-		{"no content type", "", []byte("a=b"), false},
-		{"vendor json", "application/problem+json", []byte(`{}`), false},
+		// Unless text/* or application/json, AWS base64-encodes the body.
+		{"no content type", "", []byte("a=b"), true},
+		{"vendor json", "application/problem+json", []byte(`{}`), true},
+		{"form post", "application/x-www-form-urlencoded", []byte("a=b"), true},
+		{"xml", "application/xml", []byte("<a/>"), true},
 		{"binary type", "image/png", []byte("\x89PNG\r\n"), true},
 		{"octet stream even if UTF-8", "application/octet-stream", []byte("text"), true},
 		{"invalid UTF-8 in a text type", "text/plain", []byte{0xff, 0xfe, 'a'}, true},
@@ -238,7 +241,7 @@ func TestEvent(t *testing.T) {
 
 func TestJWT(t *testing.T) {
 	fn := &fakeFunction{result: `{"statusCode":200}`}
-	srv, _ := newTestGateway(t, fn, []string{"POST /payments"}, nil)
+	srv, _ := newTestGateway(t, fn, []string{"POST /payments"}, func(c *Config) { c.Routes[0].Auth = Auth{Type: AuthJWT} })
 	tests := []struct {
 		name       string
 		auth       string
@@ -260,8 +263,8 @@ func TestJWT(t *testing.T) {
 			wantClaims: map[string]string{"sub": "bob", "scp": "[x]"},
 			wantScopes: []string{"x"},
 		},
-		{name: "no token", auth: "", wantStatus: 200},
-		{name: "basic auth passes through", auth: "Basic dTpw", wantStatus: 200},
+		{name: "no token", auth: "", wantStatus: 401},
+		{name: "basic auth", auth: "Basic dTpw", wantStatus: 401},
 		{name: "not a JWT", auth: "Bearer abc", wantStatus: 401},
 		{name: "payload not JSON", auth: "Bearer a.bm90IGpzb24.c", wantStatus: 401},
 		{name: "expired", auth: "Bearer " + jwtFor(map[string]any{"sub": "carol", "exp": testNow.Unix() - 1}), wantStatus: 401},
@@ -518,10 +521,10 @@ func TestRequestLog(t *testing.T) {
 	do(t, req)
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 3 {
-		t.Fatalf("got %d log lines %q, want the JWT note and one line per request", len(lines), lines)
+		t.Fatalf("got %d log lines %q, want the authorizer note and one line per request", len(lines), lines)
 	}
-	if !strings.Contains(lines[0], "WITHOUT signature verification") {
-		t.Errorf("got %q, want the note that JWTs are not verified", lines[0])
+	if !strings.Contains(lines[0], "WITHOUT verifying signatures") {
+		t.Errorf("got %q, want the note that signatures are not verified", lines[0])
 	}
 	for i, want := range []string{`GET /payments/p1?x=1 route="GET /payments/{id}" status=201 latency=`, `replayed=yes`} {
 		if !strings.Contains(lines[1], want) {

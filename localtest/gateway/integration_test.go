@@ -16,7 +16,10 @@ import (
 func TestGatewayWithPool(t *testing.T) {
 	pool, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = time.Second })
 	g, err := New(Config{
-		Routes:             []Route{{Key: "ANY /echo/{id}", Function: pool}},
+		Routes: []Route{
+			{Key: "ANY /echo/{id}", Function: pool},
+			{Key: "ANY /authed/{id}", Function: pool, Auth: Auth{Type: AuthJWT}},
+		},
 		IntegrationTimeout: 1500 * time.Millisecond,
 	})
 	if err != nil {
@@ -26,7 +29,7 @@ func TestGatewayWithPool(t *testing.T) {
 	defer srv.Close()
 
 	t.Run("event reaches the function", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", srv.URL+"/echo/42?a=1&a=2", nil)
+		req, _ := http.NewRequest("GET", srv.URL+"/authed/42?a=1&a=2", nil)
 		req.Header.Set("Authorization", "Bearer "+jwtFor(map[string]any{"sub": "alice"}))
 		resp, body := do(t, req)
 		if resp.StatusCode != 200 || resp.Header.Get("X-Echo-Pid") == "" {

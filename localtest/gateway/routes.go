@@ -37,6 +37,11 @@ type Route struct {
 	// Timeout is the route's integration timeout. Zero means
 	// Config.IntegrationTimeout.
 	Timeout time.Duration
+
+	// Auth is the route's authorizer, as the template declares it. The
+	// zero value is no authorizer: the function gets no claims or
+	// identity, as in AWS.
+	Auth Auth
 }
 
 // segment is one path segment of a route: a literal, a path variable or a
@@ -67,6 +72,7 @@ type route struct {
 	segments []segment
 	fn       Invoker
 	timeout  time.Duration // zero: the gateway's
+	auth     Auth
 }
 
 // parseRoute parses r.Key.
@@ -74,14 +80,17 @@ func parseRoute(r Route) (*route, error) {
 	if r.Function == nil {
 		return nil, fmt.Errorf("%w: %q has no function", ErrRoute, r.Key)
 	}
+	if err := r.Auth.check(r.Key); err != nil {
+		return nil, err
+	}
 	if r.Key == "$default" {
-		return &route{key: r.Key, fn: r.Function, timeout: r.Timeout}, nil
+		return &route{key: r.Key, fn: r.Function, timeout: r.Timeout, auth: r.Auth}, nil
 	}
 	method, path, ok := strings.Cut(r.Key, " ")
 	if !ok || method == "" || method != strings.ToUpper(method) || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%w: %q is not \"METHOD /path\" or \"$default\"", ErrRoute, r.Key)
 	}
-	rt := &route{key: r.Key, method: method, fn: r.Function, timeout: r.Timeout}
+	rt := &route{key: r.Key, method: method, fn: r.Function, timeout: r.Timeout, auth: r.Auth}
 	if path == "/" {
 		return rt, nil
 	}

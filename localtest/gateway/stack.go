@@ -124,7 +124,8 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 				s.Close()
 				return nil, fmt.Errorf("%w: %s %s uses payload format %s; only 2.0 is emulated", ErrRoute, f.LogicalID, r.RouteKey(), r.PayloadFormatVersion)
 			}
-			routes = append(routes, Route{Key: r.RouteKey(), Function: pool, Timeout: r.Timeout})
+			routes = append(routes, Route{Key: r.RouteKey(), Function: pool, Timeout: r.Timeout,
+				Auth: Auth{Type: r.Auth.Type, Issuer: r.Auth.Issuer, Audience: r.Auth.Audience}})
 			s.routes = append(s.routes, StackRoute{Key: r.RouteKey(), Function: f.LogicalID})
 		}
 		for _, sc := range f.Schedules {

@@ -248,6 +248,7 @@ func (r *rehearsal) transform(ctx context.Context) error {
 	}
 	_, hasTransform := r.doc["Transform"]
 	r.report.that("no Transform left", !hasTransform, fmt.Sprintf("Transform present: %v", hasTransform), "plain CloudFormation")
+	r.checkAuth()
 	return nil
 }
 
@@ -351,6 +352,21 @@ func (r *rehearsal) delete(ctx context.Context) error {
 		case "AWS::IAM::Role":
 			_, err = r.c.iam.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(name)})
 		default:
+			continue
+		}
+		if nested(r.doc, "Resources", id, "DeletionPolicy") == "Retain" {
+			// Kept on purpose (the payments): it outlives the stack, and
+			// the rehearsal deletes it itself afterwards.
+			got := "still there"
+			if err != nil {
+				got = "lookup error: " + errText(err)
+			}
+			r.report.that(id+" retained", err == nil, got, "still there")
+			if err == nil && r.types[id] == "AWS::DynamoDB::Table" {
+				if _, err := r.c.ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+					return fmt.Errorf("delete retained table %s: %w", name, err)
+				}
+			}
 			continue
 		}
 		got := "gone"

@@ -215,7 +215,14 @@ func runAndStop(t *testing.T, sig os.Signal, viaParent bool) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no banner after 60s\nstdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
 	}
-	resp, err := http.Post(url+"/payments", "application/json", strings.NewReader(`{"amount":1}`))
+	// The template's routes are behind AWS_IAM: sign as curl --aws-sigv4 does.
+	req, err := http.NewRequest("POST", url+"/payments", strings.NewReader(`{"amount":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=alice/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

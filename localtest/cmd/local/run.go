@@ -226,12 +226,13 @@ func printBanner(out io.Writer, base, endpoint, dynamoNote string, tables []infr
 		}
 		fmt.Fprintf(&b, "  Schedule                %s.%s %s\n", sc.Function, sc.Event, every)
 	}
-	fmt.Fprintf(&b, "\nQuick start (paste into another terminal):\n\n")
-	fmt.Fprintf(&b, "  curl -i -X POST %s/payments \\\n", base)
+	fmt.Fprintf(&b, "\nQuick start (paste into another terminal). The routes are behind AWS_IAM, as deployed:\n")
+	fmt.Fprintf(&b, "sign with any key; its access key ID names the caller (an unsigned request gets 403).\n\n")
+	fmt.Fprintf(&b, "  curl -i --aws-sigv4 'aws:amz:us-east-1:execute-api' --user 'alice:local' -X POST %s/payments \\\n", base)
 	fmt.Fprintf(&b, "    -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-1' \\\n")
 	fmt.Fprintf(&b, "    -d '{\"amount\":1000,\"currency\":\"EUR\",\"source\":\"tok_visa\"}'\n")
 	fmt.Fprintf(&b, "  # run it again: same body, plus Idempotent-Replayed: true\n")
-	fmt.Fprintf(&b, "  curl -s %s/payments\n", base)
+	fmt.Fprintf(&b, "  curl -s --aws-sigv4 'aws:amz:us-east-1:execute-api' --user 'alice:local' %s/payments\n", base)
 	fmt.Fprintf(&b, "  # exactly one payment. Other test sources: tok_chargeDeclined, tok_processorError, tok_slow, tok_panic, tok_timeout\n")
 	fmt.Fprintf(&b, "\nOne log line per request below. Ctrl-C stops everything.\n\n")
 	io.WriteString(out, b.String())

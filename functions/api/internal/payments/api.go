@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,8 @@ const (
 	ProblemProcessor      = "tag:lambda-dedupe.github.io,2025:payments/processor-error"
 	ProblemNotFound       = "tag:lambda-dedupe.github.io,2025:payments/not-found"
 	ProblemUnavailable    = "tag:lambda-dedupe.github.io,2025:payments/unavailable"
+	ProblemNotRecorded    = "tag:lambda-dedupe.github.io,2025:payments/not-recorded"
+	ProblemNoIdentity     = "tag:lambda-dedupe.github.io,2025:payments/no-caller-identity"
 )
 
 // Config configures an API. Repository is required; every other zero
@@ -98,27 +101,46 @@ func New(cfg Config) (*API, error) {
 // that POST /payments requires an Idempotency-Key and runs once per key.
 // The GET routes are safe methods, which pass through unguarded.
 //
-// Keys are scoped by the caller the JWT authorizer identified. The demo's
-// template declares no authorizer, so requests without a token are
-// anonymous: SharedScope lets them share one key space, a choice a real
-// payments API would make only with unguessable keys, or not at all.
+// Keys are scoped by the caller the route's authorizer identified (the
+// template declares AWS_IAM on every route), and so are payments: a caller
+// reads and lists only its own. A request with no caller identity is
+// refused with 500 (by the guard on POST, by Serve on the GET routes): it
+// means the API was deployed without its authorizer, and anonymous callers
+// must not share one key space or one list of payments.
 func (a *API) Handler(g *dedupe.Guard) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return dedupe.HTTPAPI(g, &dedupe.HTTPConfig{
-		RequireKey:  dedupe.RequireKeyOn(RouteCreate),
-		SharedScope: true,
-		Logger:      a.log,
+		RequireKey: dedupe.RequireKeyOn(RouteCreate),
+		Logger:     a.log,
 	}, a.Serve)
+}
+
+// OwnerOf returns the Payment.Owner of a caller whose principal (as
+// dedupe.DefaultPrincipal derives it) is principal: "own_" and 32 hex
+// digits of its SHA-256, so the table never holds an identity in clear.
+// It returns "" for the empty principal, which owns nothing.
+func OwnerOf(principal string) string {
+	if principal == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("payments-owner:" + principal))
+	return "own_" + hex.EncodeToString(sum[:16])
 }
 
 // Serve answers one request, without idempotency: Handler wraps it.
 func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	owner := OwnerOf(dedupe.DefaultPrincipal(&req))
+	if owner == "" {
+		a.log.Error("payments: request without a caller identity refused: deploy the API behind its authorizer", "route", req.RouteKey)
+		return problem(http.StatusInternalServerError, ProblemNoIdentity, "No caller identity",
+			"The request carries no caller identity.", nil), nil
+	}
 	switch req.RouteKey {
 	case RouteCreate:
-		return a.create(ctx, req)
+		return a.create(ctx, owner, req)
 	case RouteGet:
-		return a.get(ctx, req.PathParameters["id"])
+		return a.get(ctx, owner, req.PathParameters["id"])
 	case RouteList:
-		return a.list(ctx, req.QueryStringParameters)
+		return a.list(ctx, owner, req.QueryStringParameters)
 	}
 	return problem(http.StatusNotFound, ProblemNotFound, "Not found", "No such route.", nil), nil
 }
@@ -138,7 +160,7 @@ type FieldError struct {
 	Reason string `json:"reason"`
 }
 
-func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+func (a *API) create(ctx context.Context, owner string, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	amount, currency, source, errs := parseCharge(req.Body, req.IsBase64Encoded)
 	if len(errs) > 0 {
 		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid payment request",
@@ -164,10 +186,13 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 			"The card processor did not answer; nothing was charged. Retry the request.", nil), nil
 	}
 
-	// A guarded request's payment ID comes from its key, so that every
-	// attempt at this request writes the same row: a write that was
-	// applied but answered with an error (a lost reply, an outage) is
-	// found again by the retry instead of becoming a second payment.
+	// A guarded request's payment ID comes from its claim's downstream
+	// key, which names this request's life (the same across its retries
+	// and takeovers, another once the key's record has expired and the key
+	// starts over), so that every attempt at this request writes the same
+	// row: a write that was applied but answered with an error (a lost
+	// reply, an outage) is found again by the retry instead of becoming a
+	// second payment.
 	id := a.newID()
 	if processorKey != "" {
 		sum := sha256.Sum256([]byte("payment-id:" + processorKey))
@@ -180,25 +205,29 @@ func (a *API) create(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		Source:   source,
 		Status:   status,
 		Created:  a.now().UTC().Truncate(time.Millisecond),
+		Owner:    owner,
 	}
-	if err := a.repo.Put(ctx, p); err != nil {
-		if status != StatusSucceeded {
-			// Nothing was charged: a 503 releases the key and the retry
-			// runs again; its row has the same ID, so a write that was in
-			// fact applied is not recorded twice.
-			a.log.Error("payments: record declined payment failed", "id", p.ID, "err", err)
-			return unavailable(), nil
-		}
-		// The card was charged. Answering 5xx would release the key and
-		// let the client's retry charge the card a second time, so the
-		// charge is answered as it happened (and stored for replay), and
-		// the missing row is logged with everything needed to reconcile.
-		a.log.Error("payments: card charged but payment not recorded: reconcile",
-			"id", p.ID, "amount", p.Amount, "currency", p.Currency, "source", p.Source,
-			"created", p.Created, "err", err)
-	} else {
-		a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
+	// A payment that was not recorded is never answered 201: the client
+	// would be told of a payment that GET /payments/{id} cannot show. The
+	// 5xx releases the idempotency key; the retry of this request charges
+	// again under the same processor key, which the processor answers
+	// with the first charge (nothing is charged twice), and writes the
+	// same row.
+	stored, err := a.repo.Put(ctx, p)
+	switch {
+	case errors.Is(err, ErrConflict):
+		a.log.Error("payments: payment not recorded: another payment has its ID",
+			"id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status, "err", err)
+		return problem(http.StatusInternalServerError, ProblemNotRecorded, "Payment not recorded",
+			"The payment could not be recorded.", nil), nil
+	case err != nil:
+		a.log.Error("payments: record payment failed", "id", p.ID, "status", p.Status, "err", err)
+		return unavailable(), nil
 	}
+	// A retried write answers the row written first, so every attempt at
+	// this request answers the same payment, byte for byte.
+	p = stored
+	a.log.Info("payments: charge", "id", p.ID, "amount", p.Amount, "currency", p.Currency, "status", p.Status)
 
 	if status == StatusDeclined {
 		return problem(http.StatusPaymentRequired, ProblemCardDeclined, "Card declined",
@@ -217,6 +246,9 @@ func parseCharge(body string, isBase64 bool) (amount int64, currency, source str
 		if raw, err = base64.StdEncoding.DecodeString(body); err != nil {
 			return 0, "", "", []FieldError{{"body", "not valid base64"}}
 		}
+	}
+	if errs := checkFieldNames(raw); len(errs) > 0 {
+		return 0, "", "", errs
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -255,6 +287,49 @@ func parseCharge(body string, isBase64 bool) (amount int64, currency, source str
 	return amount, currency, source, errs
 }
 
+// chargeFields are the field names of a POST /payments body, exactly as
+// they must be written.
+var chargeFields = [...]string{"amount", "currency", "source"}
+
+// checkFieldNames refuses field names that encoding/json would accept
+// silently but that a validator or a WAF in front of the API reads
+// differently: a field that appears twice, or a name that differs from a
+// known field only in case ("AMOUNT", or "ſource" with U+017F, which
+// folds to s). encoding/json matches names without
+// regard to case, and the last match wins, so {"amount":1,
+// "AMOUNT":999999999999} would charge 999999999999 where a check in
+// front saw 1. A body that is not a JSON object is left to the decoder.
+func checkFieldNames(raw []byte) []FieldError {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	var errs []FieldError
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+		for _, f := range chargeFields {
+			switch {
+			case name == f && seen[f]:
+				errs = append(errs, FieldError{f, "appears more than once; write each field once"})
+			case name == f:
+				seen[f] = true
+			case strings.EqualFold(name, f):
+				errs = append(errs, FieldError{f, fmt.Sprintf("is written in another case; field names are case-sensitive: write %q", f)})
+			}
+		}
+	}
+	return errs
+}
+
 // decodeError describes a JSON decoding error without echoing the input.
 func decodeError(err error) FieldError {
 	var typeErr *json.UnmarshalTypeError
@@ -281,10 +356,11 @@ func isCurrency(s string) bool {
 	return true
 }
 
-func (a *API) get(ctx context.Context, id string) (events.APIGatewayV2HTTPResponse, error) {
+func (a *API) get(ctx context.Context, owner, id string) (events.APIGatewayV2HTTPResponse, error) {
 	p, err := a.repo.Get(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	// Another caller's payment is not found: its existence is not told.
+	case errors.Is(err, ErrNotFound), err == nil && p.Owner != owner:
 		return problem(http.StatusNotFound, ProblemNotFound, "Payment not found", "No payment has this ID.", nil), nil
 	case err != nil:
 		a.log.Error("payments: get failed", "id", id, "err", err)
@@ -301,7 +377,7 @@ type page struct {
 	Next string `json:"next,omitempty"`
 }
 
-func (a *API) list(ctx context.Context, query map[string]string) (events.APIGatewayV2HTTPResponse, error) {
+func (a *API) list(ctx context.Context, owner string, query map[string]string) (events.APIGatewayV2HTTPResponse, error) {
 	limit := DefaultPageSize
 	if v, ok := query["limit"]; ok {
 		n, err := strconv.Atoi(v)
@@ -311,7 +387,7 @@ func (a *API) list(ctx context.Context, query map[string]string) (events.APIGate
 		}
 		limit = n
 	}
-	payments, next, err := a.repo.List(ctx, limit, query["next"])
+	payments, next, err := a.repo.List(ctx, owner, limit, query["next"])
 	switch {
 	case errors.Is(err, ErrInvalidCursor):
 		return problem(http.StatusBadRequest, ProblemInvalidRequest, "Invalid query", "See errors.",

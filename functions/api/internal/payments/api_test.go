@@ -166,6 +166,21 @@ func list(t testing.TB, query map[string]string) events.APIGatewayV2HTTPRequest 
 	return ev
 }
 
+// as returns ev sent by another IAM user (the testdata events are alice's),
+// or with no authorizer at all when user is "".
+func as(user string, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPRequest {
+	if user == "" {
+		ev.RequestContext.Authorizer = nil
+		delete(ev.Headers, "authorization")
+		return ev
+	}
+	iam := *ev.RequestContext.Authorizer.IAM
+	iam.UserARN = "arn:aws:iam::123456789012:user/" + user
+	iam.CallerID, iam.UserID, iam.AccessKey = "AIDA"+strings.ToUpper(user), "AIDA"+strings.ToUpper(user), "AKIA"+strings.ToUpper(user)
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &iam}
+	return ev
+}
+
 // send invokes the handler, failing the test on an invoke error.
 func (e *env) send(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	e.t.Helper()
@@ -273,6 +288,8 @@ func runSuite(t *testing.T, b backend) {
 		{"list is paginated", testList},
 		{"unknown route", testUnknownRoute},
 		{"concurrent duplicates charge once", testConcurrent},
+		{"callers see only their own payments", testOwnPayments},
+		{"no caller identity is refused", testNoIdentity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newEnv(t, b)) })
@@ -447,6 +464,14 @@ func testInvalid(t *testing.T, e *env) {
 		{"source too long", charge(1, strings.Repeat("x", 65)), "source", "at most 64"},
 		{"unknown source", charge(1, "tok_unknown"), "source", "no such card token"},
 		{"unknown field", `{"amount":1,"currency":"EUR","source":"tok_visa","capture":false}`, "capture", ""},
+		// encoding/json matches names without regard to case and the last
+		// one wins: these would charge 999999999999 where a check in front
+		// of the API saw 1.
+		{"case-variant field", `{"amount":1,"AMOUNT":999999999999,"currency":"EUR","source":"tok_visa"}`, "amount", "case-sensitive"},
+		{"case-variant field alone", `{"Amount":1,"currency":"EUR","source":"tok_visa"}`, "amount", "case-sensitive"},
+		{"long s (U+017F) for s", "{\"amount\":1,\"currency\":\"EUR\",\"\u017Fource\":\"tok_visa\"}", "source", "case-sensitive"},
+		{"duplicate field", `{"amount":1,"amount":999999999999,"currency":"EUR","source":"tok_visa"}`, "amount", "more than once"},
+		{"duplicate source", `{"amount":1,"currency":"EUR","source":"tok_visa","source":"tok_chargeDeclined"}`, "source", "more than once"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -562,6 +587,62 @@ func testConcurrent(t *testing.T, e *env) {
 	t.Logf("1 fresh, %d replays, %d conflicts", len(replays), conflicts)
 }
 
+// testOwnPayments: payments are scoped by caller as keys are. Bob does not
+// see Alice's payments in his list, cannot read one by ID, and his request
+// under Alice's key is his own.
+func testOwnPayments(t *testing.T, e *env) {
+	alice := decode[payments.Payment](t, e.send(create(t, "own-1", charge(1111, payments.TokVisa))))
+	bobsResp := e.send(as("bob", create(t, "own-1", charge(2222, payments.TokVisa))))
+	if bobsResp.StatusCode != 201 || bobsResp.Headers[dedupe.HeaderReplayed] != "" {
+		t.Fatalf("bob under alice's key: got %d %v %s, want his own fresh 201", bobsResp.StatusCode, bobsResp.Headers, bobsResp.Body)
+	}
+	bob := decode[payments.Payment](t, bobsResp)
+	if bob.ID == alice.ID {
+		t.Errorf("bob's payment has alice's ID %s", bob.ID)
+	}
+	for _, tt := range []struct {
+		user string
+		want payments.Payment
+	}{{"alice", alice}, {"bob", bob}} {
+		send := func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+			if tt.user == "alice" {
+				return e.send(ev)
+			}
+			return e.send(as(tt.user, ev))
+		}
+		r := send(list(t, map[string]string{"limit": "100"}))
+		got := decode[struct {
+			Payments []payments.Payment `json:"payments"`
+		}](t, r).Payments
+		if r.StatusCode != 200 || len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+			t.Errorf("%s lists %d %+v, want only %+v", tt.user, r.StatusCode, got, tt.want)
+		}
+		other := alice.ID
+		if tt.user == "alice" {
+			other = bob.ID
+		}
+		wantProblem(t, send(get(t, other)), 404, payments.ProblemNotFound)
+		if r := send(get(t, tt.want.ID)); r.StatusCode != 200 {
+			t.Errorf("%s reads own payment: got %d %s", tt.user, r.StatusCode, r.Body)
+		}
+	}
+}
+
+// testNoIdentity: without an authorizer, nothing is charged, listed or
+// read. The template puts AWS_IAM in front of every route, so this is a
+// deployment without it, which must not become one anonymous scope.
+func testNoIdentity(t *testing.T, e *env) {
+	created := decode[payments.Payment](t, e.send(create(t, "anon-1", charge(3333, payments.TokVisa))))
+	if r := e.send(as("", create(t, "anon-2", charge(3333, payments.TokVisa)))); r.StatusCode != 500 {
+		t.Errorf("POST without identity: got %d %s, want 500", r.StatusCode, r.Body)
+	}
+	wantProblem(t, e.send(as("", list(t, nil))), 500, payments.ProblemNoIdentity)
+	wantProblem(t, e.send(as("", get(t, created.ID))), 500, payments.ProblemNoIdentity)
+	if n := e.proc.charges.Load(); n != 1 {
+		t.Errorf("charges = %d, want 1", n)
+	}
+}
+
 func TestNewRequiresRepository(t *testing.T) {
 	if _, err := payments.New(payments.Config{}); err == nil {
 		t.Error("New without a Repository: got nil error")
@@ -578,38 +659,78 @@ type downRepo struct {
 	applied bool
 }
 
-func (r *downRepo) Put(ctx context.Context, p payments.Payment) error {
+// recordingRepo records what is put and stores nothing.
+type recordingRepo struct {
+	memoryRepo
+	put []payments.Payment
+}
+
+func (r *recordingRepo) Put(_ context.Context, p payments.Payment) (payments.Payment, error) {
+	r.put = append(r.put, p)
+	return p, nil
+}
+
+func (r *downRepo) Put(ctx context.Context, p payments.Payment) (payments.Payment, error) {
 	if r.down.Load() {
 		if r.applied {
 			r.memoryRepo.Put(ctx, p)
 		}
-		return fmt.Errorf("put payment %s: connection refused", p.ID)
+		return payments.Payment{}, fmt.Errorf("put payment %s: connection refused", p.ID)
 	}
 	return r.memoryRepo.Put(ctx, p)
 }
 
-// TestRepositoryUnavailable: when the payments table fails, nothing may
-// be charged twice. A successful charge is answered as it happened and
-// stored for replay, so the client's retry gets the same payment instead
-// of a second charge; a decline (nothing charged) answers 503 with
-// Retry-After and releases the key, so its retry runs again.
+// TestRepositoryUnavailable: when the payments table fails, the answer is
+// an error, never a 201 for a payment that has no row, and nothing is
+// charged twice. The 503 (with Retry-After) releases the key; the retry
+// charges under the same processor key, which the processor answers with
+// the first charge, and writes the row.
 func TestRepositoryUnavailable(t *testing.T) {
 	t.Run("charged", func(t *testing.T) {
 		repo := &downRepo{memoryRepo: newMemoryRepo()}
 		repo.down.Store(true)
 		e := newEnv(t, backend{"down", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
 		req := create(t, "down-1", charge(1250, payments.TokVisa))
-		first := e.send(req)
-		if first.StatusCode != 201 {
-			t.Fatalf("got %d %s, want 201: the card was charged", first.StatusCode, first.Body)
-		}
+		wantProblem(t, e.send(req), 503, payments.ProblemUnavailable)
 		repo.down.Store(false)
 		retry := e.send(req)
-		if retry.StatusCode != 201 || retry.Headers[dedupe.HeaderReplayed] != "true" || retry.Body != first.Body {
-			t.Errorf("retry: got %d %v %s, want a replay of %s", retry.StatusCode, retry.Headers, retry.Body, first.Body)
+		if retry.StatusCode != 201 || retry.Headers[dedupe.HeaderReplayed] != "" {
+			t.Fatalf("retry: got %d %v %s, want a fresh 201", retry.StatusCode, retry.Headers, retry.Body)
 		}
-		if n := e.proc.charges.Load(); n != 1 {
-			t.Errorf("charges = %d, want 1", n)
+		p := decode[payments.Payment](t, retry)
+		if got := e.send(get(t, p.ID)); got.StatusCode != 200 {
+			t.Errorf("GET the answered payment: got %d %s, want 200", got.StatusCode, got.Body)
+		}
+		if n := e.proc.Processor.(*payments.SimulatedProcessor).Charged(); n != 1 {
+			t.Errorf("cards charged = %d, want 1 (the retry's charge is the processor's replay)", n)
+		}
+	})
+	// Issue 17, item 8: a write the table refuses (another payment has the
+	// ID) used to be answered 201 and logged "reconcile"; the client was
+	// told of a payment GET /payments/{id} showed differently.
+	t.Run("refused", func(t *testing.T) {
+		repo := newMemoryRepo()
+		e := newEnv(t, backend{"refused", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
+		req := create(t, "refused-1", charge(5000, payments.TokVisa))
+		// Another payment already holds the ID this request will write.
+		probe := &recordingRepo{}
+		api, err := payments.New(payments.Config{Repository: probe, Processor: &payments.SimulatedProcessor{}, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api.Handler(dedupe.New(memstore.New(), &dedupe.Config{Prefix: "api-test", Now: e.clock.Now}))(context.Background(), req)
+		if len(probe.put) != 1 {
+			t.Fatalf("probe wrote %d payments, want 1", len(probe.put))
+		}
+		earlier := probe.put[0]
+		earlier.Amount = 1000
+		if _, err := repo.Put(context.Background(), earlier); err != nil {
+			t.Fatal(err)
+		}
+		r := e.send(req)
+		wantProblem(t, r, 500, payments.ProblemNotRecorded)
+		if got, err := repo.Get(context.Background(), earlier.ID); err != nil || got.Amount != 1000 {
+			t.Errorf("the earlier payment = %+v, %v; want it untouched", got, err)
 		}
 	})
 	t.Run("declined", func(t *testing.T) {

@@ -5,8 +5,17 @@
 // Routes, on an API Gateway HTTP API (payload format 2.0):
 //
 //	POST /payments       charge a card; an Idempotency-Key is required
-//	GET  /payments/{id}  one payment
-//	GET  /payments       every payment, paginated (?limit=, ?next=)
+//	GET  /payments/{id}  one of the caller's payments
+//	GET  /payments       the caller's payments, paginated (?limit=, ?next=)
+//
+// Every route is behind the template's AWS_IAM authorizer: idempotency
+// keys and payments are scoped by the caller's IAM identity (OwnerOf), so
+// a caller never sees or replays another's payments. A request without a
+// caller identity is refused with 500.
+//
+// Field names in the body are case-sensitive and appear once: "AMOUNT"
+// or a second "amount" is a 400, because encoding/json would take the
+// last of them while a check in front of the API reads the first.
 //
 // POST /payments takes {"amount": <positive integer, minor units>,
 // "currency": "<3 letters>", "source": "<test token>"} and charges it
@@ -27,10 +36,12 @@
 // lists both; count the "succeeded" ones to know what was charged.
 // Nothing is written for a processor failure, a panic or a timeout.
 //
-// If the payments table fails after the card was charged, the charge is
-// still answered 201 (and stored for replay by dedupe), and the missing
-// row is logged at ERROR with everything needed to reconcile it: a 5xx
-// would release the idempotency key and let the client's retry charge the
-// card again. A decline that cannot be recorded charged nothing, so it is
-// answered 503 with Retry-After and its retry runs again.
+// A payment that was not recorded is never answered 201. If the payments
+// table fails, the answer is 503 with Retry-After, which releases the
+// idempotency key; the retry charges under the same processor key
+// (dedupe.Claim.DownstreamKey, which names this request's life), which the
+// processor answers with the first charge, so nothing is charged twice,
+// and writes the same row, whose ID comes from that key too. If the table
+// refuses the row because another payment holds its ID, the answer is 500
+// (ProblemNotRecorded) and the conflict is logged at ERROR.
 package payments

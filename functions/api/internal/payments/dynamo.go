@@ -25,10 +25,12 @@ var _ DynamoClient = (*dynamodb.Client)(nil)
 
 // DynamoRepository is a Repository on the payments table of template.yaml:
 // partition key id (S); attributes amount (N), currency, source, status
-// (S) and created (S, RFC 3339 with milliseconds).
+// (S), created (S, RFC 3339 with milliseconds) and owner (S; absent on
+// rows written before payments had owners, which no caller can read).
 //
-// List is a paginated Scan: fine for a demo, not for a large table. Its
-// cursor is the last key read, base64url-encoded.
+// List is a paginated Scan filtered by owner: fine for a demo, not for a
+// large table (a real API would Query an index on owner). Its cursor is
+// the last key read, base64url-encoded.
 type DynamoRepository struct {
 	client DynamoClient
 	table  string
@@ -55,16 +57,17 @@ type paymentItem struct {
 	Source   string `dynamodbav:"source"`
 	Status   Status `dynamodbav:"status"`
 	Created  string `dynamodbav:"created"`
+	Owner    string `dynamodbav:"owner,omitempty"`
 }
 
 // Put implements Repository with a PutItem that never overwrites.
-func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
+func (r *DynamoRepository) Put(ctx context.Context, p Payment) (Payment, error) {
 	item, err := attributevalue.MarshalMap(paymentItem{
 		ID: p.ID, Amount: p.Amount, Currency: p.Currency, Source: p.Source, Status: p.Status,
-		Created: p.Created.UTC().Format(createdLayout),
+		Created: p.Created.UTC().Format(createdLayout), Owner: p.Owner,
 	})
 	if err != nil {
-		return fmt.Errorf("put payment %s: %w", p.ID, err)
+		return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, err)
 	}
 	_, err = r.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           aws.String(r.table),
@@ -76,23 +79,23 @@ func (r *DynamoRepository) Put(ctx context.Context, p Payment) error {
 		// Already stored: ours (a retried write) or a clash.
 		got, gerr := r.Get(ctx, p.ID)
 		if gerr != nil {
-			return fmt.Errorf("put payment %s: exists, and reading it failed: %w", p.ID, gerr)
+			return Payment{}, fmt.Errorf("put payment %s: exists, and reading it failed: %w", p.ID, gerr)
 		}
 		if !samePayment(got, p) {
-			return fmt.Errorf("put payment %s: another payment has this ID", p.ID)
+			return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, ErrConflict)
 		}
-		return nil
+		return got, nil
 	}
 	if err != nil {
-		return fmt.Errorf("put payment %s: %w", p.ID, err)
+		return Payment{}, fmt.Errorf("put payment %s: %w", p.ID, err)
 	}
-	return nil
+	return p, nil
 }
 
 // samePayment reports whether two payments record the same charge; the
 // creation times of two attempts differ.
 func samePayment(a, b Payment) bool {
-	return a.ID == b.ID && a.Amount == b.Amount && a.Currency == b.Currency && a.Source == b.Source && a.Status == b.Status
+	return a.ID == b.ID && a.Owner == b.Owner && a.Amount == b.Amount && a.Currency == b.Currency && a.Source == b.Source && a.Status == b.Status
 }
 
 // Get implements Repository with a strongly consistent GetItem.
@@ -114,12 +117,15 @@ func (r *DynamoRepository) Get(ctx context.Context, id string) (Payment, error) 
 	return decodePayment(out.Item)
 }
 
-// List implements Repository with one Scan page.
-func (r *DynamoRepository) List(ctx context.Context, limit int, cursor string) ([]Payment, string, error) {
+// List implements Repository with one Scan page, filtered by owner.
+func (r *DynamoRepository) List(ctx context.Context, owner string, limit int, cursor string) ([]Payment, string, error) {
 	in := &dynamodb.ScanInput{
-		TableName:      aws.String(r.table),
-		Limit:          aws.Int32(int32(limit)),
-		ConsistentRead: aws.Bool(true),
+		TableName:                 aws.String(r.table),
+		Limit:                     aws.Int32(int32(limit)),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("#owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": &types.AttributeValueMemberS{Value: owner}},
 	}
 	if cursor != "" {
 		id, err := base64.RawURLEncoding.DecodeString(cursor)
@@ -127,6 +133,9 @@ func (r *DynamoRepository) List(ctx context.Context, limit int, cursor string) (
 			return nil, "", fmt.Errorf("list payments: %w", ErrInvalidCursor)
 		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: string(id)}}
+	}
+	if owner == "" {
+		return nil, "", nil // an empty owner owns nothing
 	}
 	out, err := r.client.Scan(ctx, in)
 	if err != nil {
@@ -172,5 +181,5 @@ func decodePayment(item map[string]types.AttributeValue) (Payment, error) {
 		}
 		return Payment{}, fmt.Errorf("decode payment %q: %w", idv, err)
 	}
-	return Payment{ID: it.ID, Amount: it.Amount, Currency: it.Currency, Source: it.Source, Status: it.Status, Created: created.UTC()}, nil
+	return Payment{ID: it.ID, Amount: it.Amount, Currency: it.Currency, Source: it.Source, Status: it.Status, Created: created.UTC(), Owner: it.Owner}, nil
 }

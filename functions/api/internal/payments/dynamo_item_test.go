@@ -25,8 +25,8 @@ func TestDynamoRepositoryItemFormat(t *testing.T) {
 	table := dynamotest.CreateTables(t, client, "PaymentsTable")["PaymentsTable"]
 	repo := payments.NewDynamoRepository(client, table)
 	created := time.Date(2031, 5, 6, 7, 8, 9, 120_000_000, time.FixedZone("CEST", 2*3600))
-	p := payments.Payment{ID: "pay_F", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusDeclined, Created: created}
-	if err := repo.Put(ctx, p); err != nil {
+	p := payments.Payment{ID: "pay_F", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusDeclined, Created: created, Owner: "own_alice"}
+	if _, err := repo.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -43,6 +43,7 @@ func TestDynamoRepositoryItemFormat(t *testing.T) {
 		"source":   &types.AttributeValueMemberS{Value: "tok_visa"},
 		"status":   &types.AttributeValueMemberS{Value: "declined"},
 		"created":  &types.AttributeValueMemberS{Value: "2031-05-06T05:08:09.120Z"},
+		"owner":    &types.AttributeValueMemberS{Value: "own_alice"},
 	}
 	if !reflect.DeepEqual(out.Item, want) {
 		t.Errorf("stored item: got %#v, want %#v", out.Item, want)

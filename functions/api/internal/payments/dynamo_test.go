@@ -34,22 +34,27 @@ func TestDynamoRepository(t *testing.T) {
 	client := dynamotest.Client(t)
 	repo := payments.NewDynamoRepository(client, dynamotest.CreateTables(t, client, "PaymentsTable")["PaymentsTable"])
 	created := time.Date(2031, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
-	p := payments.Payment{ID: "pay_A", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusSucceeded, Created: created}
+	p := payments.Payment{ID: "pay_A", Amount: 1250, Currency: "EUR", Source: "tok_visa", Status: payments.StatusSucceeded, Created: created, Owner: "own_alice"}
 
-	if err := repo.Put(ctx, p); err != nil {
+	if _, err := repo.Put(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	// A retried write of the same payment succeeds and changes nothing;
 	// a different payment under the same ID is refused.
 	again := p
 	again.Created = created.Add(time.Second)
-	if err := repo.Put(ctx, again); err != nil {
-		t.Errorf("second Put of the same payment: %v, want nil (a retried write)", err)
+	if got, err := repo.Put(ctx, again); err != nil || !got.Created.Equal(created) {
+		t.Errorf("second Put of the same payment: %+v, %v; want the first row (a retried write)", got, err)
 	}
 	clash := p
 	clash.Amount = 9999
-	if err := repo.Put(ctx, clash); err == nil {
-		t.Error("Put of another payment under the same ID: got nil error, want a refusal")
+	if _, err := repo.Put(ctx, clash); !errors.Is(err, payments.ErrConflict) {
+		t.Errorf("Put of another payment under the same ID: got %v, want ErrConflict", err)
+	}
+	theirs := p
+	theirs.Owner = "own_bob"
+	if _, err := repo.Put(ctx, theirs); !errors.Is(err, payments.ErrConflict) {
+		t.Errorf("Put of another owner's payment under the same ID: got %v, want ErrConflict", err)
 	}
 	if got, err := repo.Get(ctx, "pay_A"); err != nil || got != p {
 		t.Errorf("Get = %+v, %v; want %+v", got, err, p)
@@ -60,21 +65,24 @@ func TestDynamoRepository(t *testing.T) {
 		}
 	}
 	for _, cursor := range []string{"!!", "=="} {
-		if _, _, err := repo.List(ctx, 10, cursor); !errors.Is(err, payments.ErrInvalidCursor) {
+		if _, _, err := repo.List(ctx, "own_alice", 10, cursor); !errors.Is(err, payments.ErrInvalidCursor) {
 			t.Errorf("List(cursor %q): err = %v, want ErrInvalidCursor", cursor, err)
 		}
 	}
-	for _, id := range []string{"pay_B", "pay_C"} {
+	for _, id := range []string{"pay_B", "pay_C", "pay_D"} {
 		q := p
 		q.ID = id
-		if err := repo.Put(ctx, q); err != nil {
+		if id == "pay_D" {
+			q.Owner = "own_bob"
+		}
+		if _, err := repo.Put(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	seen := map[string]bool{}
 	cursor := ""
 	for range 10 {
-		page, next, err := repo.List(ctx, 2, cursor)
+		page, next, err := repo.List(ctx, "own_alice", 2, cursor)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +94,10 @@ func TestDynamoRepository(t *testing.T) {
 		}
 		cursor = next
 	}
-	if len(seen) != 3 {
-		t.Errorf("listed %v, want pay_A, pay_B and pay_C", seen)
+	if len(seen) != 3 || seen["pay_D"] {
+		t.Errorf("listed %v, want pay_A, pay_B and pay_C (pay_D is bob's)", seen)
+	}
+	if page, _, err := repo.List(ctx, "", 10, ""); err != nil || len(page) != 0 {
+		t.Errorf("List of the empty owner = %v, %v; want nothing", page, err)
 	}
 }

@@ -17,6 +17,10 @@ var (
 	// ErrInvalidCursor reports a pagination token that List did not issue.
 	ErrInvalidCursor = errors.New("payments: invalid pagination token")
 
+	// ErrConflict reports that Put found a different payment under the
+	// payment's ID.
+	ErrConflict = errors.New("payments: another payment has this ID")
+
 	// ErrInvalidConfig reports a Config that New cannot use.
 	ErrInvalidConfig = errors.New("payments: invalid config")
 )

@@ -21,17 +21,17 @@ func newMemoryRepo() *memoryRepo {
 	return &memoryRepo{payments: map[string]payments.Payment{}}
 }
 
-func (r *memoryRepo) Put(_ context.Context, p payments.Payment) error {
+func (r *memoryRepo) Put(_ context.Context, p payments.Payment) (payments.Payment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if got, ok := r.payments[p.ID]; ok {
-		if got.Amount == p.Amount && got.Currency == p.Currency && got.Source == p.Source && got.Status == p.Status {
-			return nil // a retried write
+		if got.Owner == p.Owner && got.Amount == p.Amount && got.Currency == p.Currency && got.Source == p.Source && got.Status == p.Status {
+			return got, nil // a retried write
 		}
-		return fmt.Errorf("put payment %s: already exists", p.ID)
+		return payments.Payment{}, fmt.Errorf("put payment %s: %w", p.ID, payments.ErrConflict)
 	}
 	r.payments[p.ID] = p
-	return nil
+	return p, nil
 }
 
 func (r *memoryRepo) Get(_ context.Context, id string) (payments.Payment, error) {
@@ -44,7 +44,7 @@ func (r *memoryRepo) Get(_ context.Context, id string) (payments.Payment, error)
 	return p, nil
 }
 
-func (r *memoryRepo) List(_ context.Context, limit int, cursor string) ([]payments.Payment, string, error) {
+func (r *memoryRepo) List(_ context.Context, owner string, limit int, cursor string) ([]payments.Payment, string, error) {
 	after, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || (cursor != "" && len(after) == 0) {
 		return nil, "", fmt.Errorf("list payments: %w", payments.ErrInvalidCursor)
@@ -53,7 +53,7 @@ func (r *memoryRepo) List(_ context.Context, limit int, cursor string) ([]paymen
 	defer r.mu.Unlock()
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range r.payments {
-			if id > string(after) && !yield(id) {
+			if id > string(after) && r.payments[id].Owner == owner && owner != "" && !yield(id) {
 				return
 			}
 		}
