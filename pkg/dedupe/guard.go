@@ -130,13 +130,14 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 // own; only Call.Keep may ask for that.
 func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
 	var ev Event
-	out, err := g.observe(ctx, &ev, func() (Outcome, error) { return g.do(ctx, call, fn, &ev) })
+	out, err := g.observe(ctx, &ev, func(ctx context.Context) (Outcome, error) { return g.do(ctx, call, fn, &ev) })
 	return out, err
 }
 
 // observe runs do and emits ev once it is filled in, also when do panics
 // (a panicking function, re-raised after its release).
-func (g *Guard) observe(ctx context.Context, ev *Event, do func() (Outcome, error)) (Outcome, error) {
+func (g *Guard) observe(ctx context.Context, ev *Event, do func(context.Context) (Outcome, error)) (Outcome, error) {
+	ctx = g.startTrace(ctx, ev)
 	done := false
 	defer func() {
 		if !done {
@@ -144,7 +145,7 @@ func (g *Guard) observe(ctx context.Context, ev *Event, do func() (Outcome, erro
 			g.emit(ctx, *ev)
 		}
 	}()
-	out, err := do()
+	out, err := do(ctx)
 	done = true
 	g.emit(ctx, *ev)
 	return out, err
@@ -319,6 +320,7 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func, ev *Event) (Outcome, error) {
 	start := time.Now()
+	ev.HandlerStart = start
 	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
 	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn), ev)
 	ev.HandlerLatency = time.Since(start)
@@ -440,6 +442,7 @@ func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error, ev *Ev
 		return Outcome{}, claimErr
 	}
 	start := time.Now()
+	ev.HandlerStart = start
 	result, err := fn(ctx)
 	ev.HandlerLatency = time.Since(start)
 	if err != nil {

@@ -74,6 +74,8 @@ type Event struct {
 	StoreLatency time.Duration
 	// HandlerLatency is the time the function ran, zero when it did not.
 	HandlerLatency time.Duration
+	// HandlerStart is when the function started, zero when it did not.
+	HandlerStart time.Time
 	// Waited is how long a duplicate waited for the first request.
 	Waited time.Duration
 	// Cached reports an answer from the warm-container cache.
@@ -81,6 +83,8 @@ type Event struct {
 	// Err is the error behind the outcome, if any. It is logged, never
 	// sent to a client; it names keys only by KeyRef.
 	Err error
+
+	trace *TraceEnd // Config.Tracer's end of this call, set by startTrace
 }
 
 // Emitter receives the Event of every guarded request. Implement it to
@@ -140,6 +144,7 @@ func (g *Guard) emit(ctx context.Context, ev Event) {
 	if g.cfg.OnOutcome != nil {
 		g.cfg.OnOutcome(ctx, ev)
 	}
+	g.endTrace(ctx, ev)
 }
 
 // ms returns d in milliseconds, to the microsecond.
