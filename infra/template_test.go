@@ -253,8 +253,10 @@ func TestTemplateIdempotencyTable(t *testing.T) {
 	for _, a := range tbl.AttributeDefinitions {
 		attrs[a.AttributeName] = a.AttributeType
 	}
-	if len(tbl.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("global secondary indexes: got %d, want 1", len(tbl.GlobalSecondaryIndexes))
+	// inflight (the reaper's) and ref (the dedupe command's, checked in
+	// operator_test.go).
+	if len(tbl.GlobalSecondaryIndexes) != 2 {
+		t.Fatalf("global secondary indexes: got %d, want 2", len(tbl.GlobalSecondaryIndexes))
 	}
 	gsi := tbl.GlobalSecondaryIndexes[0]
 
@@ -265,7 +267,7 @@ func TestTemplateIdempotencyTable(t *testing.T) {
 		{"condition", tbl.AWSCloudFormationCondition, "CreateIdempotencyTable"},
 		{"created by default", tpl.Creates("IdempotencyTable"), true},
 		{"billing", deref(tbl.BillingMode), "PAY_PER_REQUEST"},
-		{"attribute definitions", attrs, map[string]string{"pk": "S", "inflight_shard": "N", "lease_expires_at": "N"}},
+		{"attribute definitions", attrs, map[string]string{"pk": "S", "inflight_shard": "N", "lease_expires_at": "N", "ref": "S"}},
 		{"key schema", keySchema(tbl.KeySchema), []string{"pk HASH"}},
 		{"ttl attribute", deref(tbl.TimeToLiveSpecification.AttributeName), "expires_at"},
 		{"ttl enabled", tbl.TimeToLiveSpecification.Enabled, true},

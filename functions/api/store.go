@@ -26,7 +26,7 @@ func newStore(ctx context.Context, s settings, db *dynamodb.Client) (dedupe.Stor
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		return redisstore.New(redis.NewClient(opts), redisstore.Options{Prefix: "dedupe:"})
+		return redisstore.New(redis.NewClient(opts), redisstore.Options{Prefix: "dedupe:", RefIndex: true})
 	case storePostgres:
 		pool, err := pgxpool.New(ctx, s.DatabaseURL)
 		if err != nil {

@@ -191,6 +191,8 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 				Now:         now,
 				LeaseUntil:  leaseUntil,
 				ExpiresAt:   leaseUntil.Add(g.retention(call)),
+				RequestID:   RequestIDFrom(ctx),
+				Trace:       TraceFrom(ctx),
 			})
 		})
 		if err != nil {
@@ -240,6 +242,7 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 
 // duplicate answers a call whose key is held by rec.
 func (g *Guard) duplicate(call Call, rec Record, ev *Event) (Outcome, error) {
+	ev.OriginalRequestID = rec.RequestID
 	switch {
 	case rec.Fingerprint != call.Fingerprint:
 		ev.Outcome = OutcomeMismatch
@@ -363,6 +366,8 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 				Now:        now,
 				ExpiresAt:  now.Add(g.retention(call)),
 				OmitResult: omit,
+				RequestID:  RequestIDFrom(ctx),
+				Trace:      TraceFrom(ctx),
 			})
 		})
 		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
@@ -379,7 +384,8 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 		out.Stored = true
 		if c := g.cfg.Cache; c != nil {
 			c.put(Record{Key: key, Status: StatusCompleted, Fingerprint: call.Fingerprint, Token: token,
-				Result: &result, ExpiresAt: time.Unix(now.Add(g.retention(call)).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now})
+				Result: &result, ExpiresAt: time.Unix(now.Add(g.retention(call)).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now,
+				RequestID: RequestIDFrom(ctx), Trace: TraceFrom(ctx)})
 		}
 		return out, nil
 	case errors.Is(err, ErrResultTooLarge):

@@ -64,6 +64,12 @@ type Event struct {
 	// RequestID is the Lambda request ID (the correlation ID), when the
 	// context carries one.
 	RequestID string
+	// OriginalRequestID is the request ID stored on the record a
+	// duplicate was answered from (Record.RequestID): on a replay, the
+	// execution whose result was replayed; on a 409 or 422, the owner
+	// in flight or the execution that completed. Empty otherwise, and
+	// for records written before the field existed.
+	OriginalRequestID string
 	// Route is the HTTP route ("POST /payments"), or "" outside HTTP.
 	Route string
 	// Status is the HTTP status answered, or 0 outside HTTP.
@@ -108,14 +114,15 @@ func (ev Event) level() slog.Level {
 
 // emit logs ev and passes it to the configured metrics and hook.
 func (g *Guard) emit(ctx context.Context, ev Event) {
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		ev.RequestID = lc.AwsRequestID
-	}
+	ev.RequestID = RequestIDFrom(ctx)
 	if l := g.cfg.Logger; l.Enabled(ctx, ev.level()) {
 		attrs := make([]slog.Attr, 0, 12)
 		attrs = append(attrs, slog.String("outcome", ev.Outcome), slog.String("key", ev.Key))
 		if ev.RequestID != "" {
 			attrs = append(attrs, slog.String("request_id", ev.RequestID))
+		}
+		if ev.OriginalRequestID != "" {
+			attrs = append(attrs, slog.String("original_request_id", ev.OriginalRequestID))
 		}
 		if ev.Route != "" {
 			attrs = append(attrs, slog.String("route", ev.Route))

@@ -75,6 +75,16 @@ type Record struct {
 	CreatedAt time.Time
 	// UpdatedAt is when the record was last written.
 	UpdatedAt time.Time
+	// RequestID is the request ID (the Lambda request ID, see
+	// RequestIDFrom) of the execution the record belongs to: the owner's
+	// while IN_PROGRESS, and on a COMPLETED record the execution whose
+	// result it holds. Empty when the context carried none, and on
+	// records written before it existed.
+	RequestID string
+	// Trace is the trace context of that same execution, opaque to the
+	// stores: an X-Ray trace header ("Root=1-…;Parent=…;Sampled=1") or,
+	// set through WithTrace, a W3C traceparent. Empty when there was none.
+	Trace string
 }
 
 // Life returns the identity of the record's life: FirstToken, or Token

@@ -135,6 +135,9 @@ type ClaimRequest struct {
 	LeaseUntil time.Time
 	// ExpiresAt is when the new IN_PROGRESS record itself expires.
 	ExpiresAt time.Time
+	// RequestID and Trace name the claiming execution (Record.RequestID,
+	// Record.Trace); stored on the new record, empty means none.
+	RequestID, Trace string
 }
 
 // ClaimResult is the output of Store.Claim.
@@ -162,4 +165,8 @@ type CompleteRequest struct {
 	// (Record.ResultOmitted): the work ran, but its result cannot be
 	// replayed. Duplicates are refused with ErrResultOmitted, never run.
 	OmitResult bool
+	// RequestID and Trace name the execution that produced Result
+	// (Record.RequestID, Record.Trace); stored on the completed record,
+	// replacing the claim's. Empty means none.
+	RequestID, Trace string
 }

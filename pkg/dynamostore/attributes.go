@@ -8,6 +8,11 @@ const (
 	// sort key Attributes.LeaseExpiresAt).
 	DefaultIndex = "inflight"
 
+	// DefaultRefIndex is the name of the KEYS_ONLY global secondary index
+	// on Attributes.Ref through which FindRef finds a record from its
+	// dedupe.KeyRef.
+	DefaultRefIndex = "ref"
+
 	// DefaultShards is the number of inflight_shard values a key hashes to.
 	DefaultShards = 8
 
@@ -74,6 +79,18 @@ type Attributes struct {
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
 	InflightShard string
+	// Ref holds dedupe.KeyRef of the key (S), written at every claim, and
+	// is the partition key of the KEYS_ONLY ref index (Options.RefIndex)
+	// through which an operator finds a record from a log line. Default
+	// "ref".
+	Ref string
+	// RequestID holds the request ID of the execution the record belongs
+	// to (S, dedupe.Record.RequestID); absent when none. Default
+	// "request_id".
+	RequestID string
+	// Trace holds that execution's trace context (S, dedupe.Record.Trace);
+	// absent when none. Default "trace".
+	Trace string
 }
 
 // DefaultAttributes returns the attribute names of the deployed schema
@@ -94,6 +111,9 @@ func DefaultAttributes() Attributes {
 		ResEncoding:    "res_encoding",
 		ResOmitted:     "res_omitted",
 		InflightShard:  "inflight_shard",
+		Ref:            "ref",
+		RequestID:      "request_id",
+		Trace:          "trace",
 	}
 }
 
@@ -118,6 +138,9 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResEncoding, d.ResEncoding},
 		{&a.ResOmitted, d.ResOmitted},
 		{&a.InflightShard, d.InflightShard},
+		{&a.Ref, d.Ref},
+		{&a.RequestID, d.RequestID},
+		{&a.Trace, d.Trace},
 	} {
 		if *f.dst == "" {
 			*f.dst = f.def

@@ -24,6 +24,16 @@ var (
 	// ErrMalformedItem reports a stored item the store cannot decode: an
 	// attribute of the wrong type, a missing key or owner, a corrupt body.
 	ErrMalformedItem = errors.New("dynamostore: malformed item")
+
+	// ErrShardMismatch reports an in-flight record filed under a shard
+	// that the reaper's Options.Shards would not give its key: the writers
+	// and the reaper disagree on the shard count, so the reaper misses
+	// every record in the shards it does not query. Reap counts it as an
+	// error (ReapErrors, the reaper's alarm) and leaves the record alone.
+	// It sees a reaper count larger than the writers', or one that does
+	// not divide it; one that divides it (4 against 8) agrees on the
+	// shards it reads and cannot tell.
+	ErrShardMismatch = errors.New("dynamostore: shard count differs from the writers'")
 )
 
 // unavailableCodes are the DynamoDB error codes that mean "try again

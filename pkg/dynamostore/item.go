@@ -165,6 +165,7 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 	for _, n := range []string{a.LeaseExpiresAt, a.ExpiresAt, a.CreatedAt, a.UpdatedAt, a.ResStatus} {
 		size += len(n) + maxNumberSize
 	}
+	size += len(a.RequestID) + len(req.RequestID) + len(a.Trace) + len(req.Trace) + len(a.Ref) + len(dedupe.KeyRef(req.Key))
 	if len(res.headers) > 0 {
 		size += len(a.ResHeaders) + len(res.headers)
 	}
@@ -187,6 +188,8 @@ func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, err
 		ExpiresAt:      time.Unix(d.num(a.ExpiresAt), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num(a.CreatedAt)).UTC(),
 		UpdatedAt:      time.UnixMilli(d.num(a.UpdatedAt)).UTC(),
+		RequestID:      d.str(a.RequestID, false),
+		Trace:          d.str(a.Trace, false),
 	}
 	if rec.Status == dedupe.StatusCompleted {
 		if d.bool(a.ResOmitted) {

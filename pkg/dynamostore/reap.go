@@ -301,6 +301,10 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 	if status != string(dedupe.StatusInProgress) {
 		return errChanged
 	}
+	if got := r.s.Shard(key); got != shard {
+		return fmt.Errorf("dynamostore: reap %s: filed under shard %d, but %d of %d shards: %w",
+			dedupe.KeyRef(key), shard, got, r.s.shards, ErrShardMismatch)
+	}
 	if r.o.BeforeDelete != nil {
 		r.o.BeforeDelete(ctx, key)
 	}

@@ -45,6 +45,11 @@ type Options struct {
 	// Index is the name of the sparse in-flight index that Reap queries.
 	// Empty means DefaultIndex.
 	Index string
+	// RefIndex is the name of the KEYS_ONLY index on Attributes.Ref that
+	// FindRef queries. Empty means DefaultRefIndex. Only FindRef needs
+	// it; every claim writes the ref attribute whether or not the table
+	// has the index.
+	RefIndex string
 
 	// Shards is the number of in-flight shards: an IN_PROGRESS record
 	// carries fnv32a(key) mod Shards in Attributes.InflightShard, and Reap
@@ -73,6 +78,7 @@ type Store struct {
 	sortKey       SortKey
 	attr          Attributes
 	index         string
+	refIndex      string
 	shards        int
 	compressAbove int
 	maxItemBytes  int
@@ -116,6 +122,9 @@ func New(client Client, opts Options) (*Store, error) {
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
+	}
+	if s.refIndex = opts.RefIndex; s.refIndex == "" {
+		s.refIndex = DefaultRefIndex
 	}
 	if s.shards == 0 {
 		s.shards = DefaultShards
@@ -178,6 +187,8 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
 	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
 	item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
+	rec.RequestID, rec.Trace = req.RequestID, req.Trace
 
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
@@ -291,6 +302,7 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	}
 	set := "SET #status = :completed, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro"
 	remove := " REMOVE #shard"
+	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
 	if len(res.headers) > 0 {
 		set += ", #rh = :rh"
 		values[":rh"] = &types.AttributeValueMemberB{Value: res.headers}

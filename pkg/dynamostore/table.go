@@ -29,9 +29,11 @@ const createWait = 5 * time.Minute
 // name with the default attribute names (DefaultAttributes): partition key
 // pk (S), on-demand billing, and the sparse in-flight index DefaultIndex
 // (partition inflight_shard N, sort lease_expires_at N, projecting owner,
-// status and created_at). The index is needed only by Reap: a table for a
-// function that never reaps may drop GlobalSecondaryIndexes (and the two
-// attribute definitions only it uses). TTL is a separate call: enable it
+// status and created_at), and the KEYS_ONLY index DefaultRefIndex on ref
+// (S) through which FindRef finds a record from its KeyRef. The in-flight
+// index is needed only by Reap and InFlight, the ref index only by
+// FindRef: a table for a function that never uses them may drop them
+// (and the attribute definitions only they use). TTL is a separate call: enable it
 // on expires_at. It is the schema of template.yaml's IdempotencyTable.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	a := DefaultAttributes()
@@ -42,6 +44,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(a.PartitionKey), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(a.InflightShard), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(a.LeaseExpiresAt), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(a.Ref), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(a.PartitionKey), KeyType: types.KeyTypeHash},
@@ -56,6 +59,12 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: []string{a.Owner, a.Status, a.CreatedAt},
 			},
+		}, {
+			IndexName: aws.String(DefaultRefIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(a.Ref), KeyType: types.KeyTypeHash},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
 }

@@ -51,6 +51,8 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0),
 		CreatedAt:      req.Now.Truncate(time.Millisecond),
 		UpdatedAt:      req.Now.Truncate(time.Millisecond),
+		RequestID:      req.RequestID,
+		Trace:          req.Trace,
 	}
 	s.records[req.Key] = rec
 	return dedupe.ClaimResult{Acquired: true, Record: clone(rec)}, nil
@@ -79,6 +81,7 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	}
 	rec.ExpiresAt = time.Unix(req.ExpiresAt.Unix(), 0)
 	rec.UpdatedAt = req.Now.Truncate(time.Millisecond)
+	rec.RequestID, rec.Trace = req.RequestID, req.Trace
 	s.records[req.Key] = rec
 	return nil
 }

@@ -11,3 +11,7 @@ import (
 func TestContract(t *testing.T) {
 	dedupetest.Run(t, func(*testing.T) dedupe.Store { return memstore.New() })
 }
+
+func TestAdmin(t *testing.T) {
+	dedupetest.RunAdmin(t, func(*testing.T) dedupe.Store { return memstore.New() })
+}

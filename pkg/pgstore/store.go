@@ -159,7 +159,7 @@ func (s *Store) args(args ...any) []any {
 
 // recordColumns are the columns every read returns, in scan order.
 const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at,
-       res_status, res_headers, res_body, res_omitted`
+       res_status, res_headers, res_body, res_omitted, request_id, trace`
 
 // claimSQL is Claim's one statement. The insert's conflict update applies
 // only when the key is free for the request (dedupe.Record.FreeFor):
@@ -174,13 +174,16 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
 const claimSQL = `
 WITH claimed AS (
     INSERT INTO dedupe_records AS r
-        (key, status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at, inflight)
-    VALUES ($1::bytea, 'IN_PROGRESS', $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $6::bigint, true)
+        (key, status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at, inflight,
+         request_id, trace)
+    VALUES ($1::bytea, 'IN_PROGRESS', $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $6::bigint, true,
+            NULLIF($8::text, ''), NULLIF($9::text, ''))
     ON CONFLICT (key) DO UPDATE SET
         status = 'IN_PROGRESS', fingerprint = excluded.fingerprint, owner = excluded.owner,
         lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at,
         created_at = excluded.created_at, updated_at = excluded.updated_at,
-        res_status = NULL, res_headers = NULL, res_body = NULL, res_omitted = false, inflight = true
+        res_status = NULL, res_headers = NULL, res_body = NULL, res_omitted = false, inflight = true,
+        request_id = excluded.request_id, trace = excluded.trace
     WHERE r.expires_at < $7::bigint
        OR (r.status = 'IN_PROGRESS' AND (r.owner = excluded.owner
            OR (r.lease_expires_at < $6::bigint AND r.fingerprint = excluded.fingerprint)))
@@ -203,7 +206,7 @@ const completeSQL = `
 UPDATE dedupe_records SET
     status = 'COMPLETED', expires_at = $4::bigint, updated_at = $5::bigint,
     res_status = $6::integer, res_headers = $7::bytea, res_body = $8::bytea, res_omitted = $9::boolean,
-    inflight = NULL
+    inflight = NULL, request_id = NULLIF($10::text, ''), trace = NULLIF($11::text, '')
 WHERE key = $1::bytea AND owner = $2::text AND expires_at >= $3::bigint`
 
 // releaseSQL is Release's statement, fenced by the token: it ends the
@@ -237,7 +240,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	}
 	nowMs := req.Now.UnixMilli()
 	args := s.args([]byte(req.Key), req.Fingerprint, req.Token,
-		req.LeaseUntil.UnixMilli(), req.ExpiresAt.Unix(), nowMs, req.Now.Unix())
+		req.LeaseUntil.UnixMilli(), req.ExpiresAt.Unix(), nowMs, req.Now.Unix(), req.RequestID, req.Trace)
 	for range claimAttempts {
 		var acquired bool
 		var row rowValues
@@ -279,7 +282,8 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 		body = nil // stored as NULL
 	}
 	args := s.args([]byte(req.Key), req.Token, req.Now.Unix(),
-		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted)
+		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted,
+		req.RequestID, req.Trace)
 	var tag pgconn.CommandTag
 	err := s.send(ctx, func() (err error) {
 		tag, err = s.c.Exec(ctx, s.sql.complete, args...)
@@ -353,12 +357,13 @@ type rowValues struct {
 	resStatus                        *int32
 	resHeaders, resBody              []byte
 	resOmitted                       bool
+	requestID, trace                 *string
 }
 
 // dest returns the scan destinations, in recordColumns order.
 func (v *rowValues) dest() []any {
 	return []any{&v.status, &v.fingerprint, &v.owner, &v.lease, &v.expires, &v.created, &v.updated,
-		&v.resStatus, &v.resHeaders, &v.resBody, &v.resOmitted}
+		&v.resStatus, &v.resHeaders, &v.resBody, &v.resOmitted, &v.requestID, &v.trace}
 }
 
 // record turns the scanned row of key into a Record. pgx allocates the
@@ -374,6 +379,12 @@ func (v *rowValues) record(key string) (dedupe.Record, error) {
 		ExpiresAt:      time.Unix(v.expires, 0).UTC(),
 		CreatedAt:      time.UnixMilli(v.created).UTC(),
 		UpdatedAt:      time.UnixMilli(v.updated).UTC(),
+	}
+	if v.requestID != nil {
+		rec.RequestID = *v.requestID
+	}
+	if v.trace != nil {
+		rec.Trace = *v.trace
 	}
 	switch rec.Status {
 	case dedupe.StatusInProgress:

@@ -24,6 +24,8 @@ import (
 //	rh     result headers, internal/headerenc (absent when none)
 //	rb     result body (absent when empty)
 //	ro     "1": COMPLETED without its result (ResultOmitted)
+//	rid    request ID of the execution (absent when none)
+//	tc     trace context of the execution (absent when none)
 
 // pairs turns a flat HGETALL reply into a map.
 func pairs(flat []any) (map[string]string, error) {
@@ -55,6 +57,8 @@ func decode(key string, f map[string]string) (dedupe.Record, error) {
 		ExpiresAt:      time.Unix(d.num("exp"), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num("cat")).UTC(),
 		UpdatedAt:      time.UnixMilli(d.num("uat")).UTC(),
+		RequestID:      f["rid"],
+		Trace:          f["tc"],
 	}
 	switch rec.Status {
 	case dedupe.StatusInProgress:

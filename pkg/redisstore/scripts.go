@@ -15,7 +15,8 @@ import "github.com/redis/go-redis/v9"
 // Not free: it returns the hash as a flat array (HGETALL).
 //
 //	KEYS[1]  key
-//	ARGV     now_s, now_ms, fingerprint, token, lease_ms, exp_s, ttl_at_ms
+//	ARGV     now_s, now_ms, fingerprint, token, lease_ms, exp_s, ttl_at_ms,
+//	         request_id, trace (empty: none)
 var claimScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lease', 'exp')
 if cur[1] then
@@ -30,6 +31,8 @@ if cur[1] then
 end
 redis.call('HSET', KEYS[1], 'st', 'IN_PROGRESS', 'fp', ARGV[3], 'tok', ARGV[4],
   'lease', ARGV[5], 'exp', ARGV[6], 'cat', ARGV[2], 'uat', ARGV[2])
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'rid', ARGV[8]) end
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'tc', ARGV[9]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 return 1
 `)
@@ -42,7 +45,7 @@ return 1
 //
 //	KEYS[1]  key
 //	ARGV     token, now_s, exp_s, now_ms, res_status, omitted (0 or 1),
-//	         headers, body, ttl_at_ms
+//	         headers, body, ttl_at_ms, request_id, trace (empty: none)
 var completeScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'tok', 'exp')
 if not cur[1] or cur[1] ~= ARGV[1] or tonumber(cur[2]) < tonumber(ARGV[2]) then
@@ -52,6 +55,8 @@ redis.call('HSET', KEYS[1], 'st', 'COMPLETED', 'exp', ARGV[3], 'uat', ARGV[4],
   'rs', ARGV[5], 'ro', ARGV[6])
 if ARGV[7] == '' then redis.call('HDEL', KEYS[1], 'rh') else redis.call('HSET', KEYS[1], 'rh', ARGV[7]) end
 if ARGV[8] == '' then redis.call('HDEL', KEYS[1], 'rb') else redis.call('HSET', KEYS[1], 'rb', ARGV[8]) end
+if ARGV[10] == '' then redis.call('HDEL', KEYS[1], 'rid') else redis.call('HSET', KEYS[1], 'rid', ARGV[10]) end
+if ARGV[11] == '' then redis.call('HDEL', KEYS[1], 'tc') else redis.call('HSET', KEYS[1], 'tc', ARGV[11]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[9])
 return 1
 `)

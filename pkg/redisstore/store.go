@@ -60,6 +60,14 @@ type Options struct {
 	// it is still computed from the request's time. Zero means
 	// DefaultTTLMargin; a negative value means none.
 	TTLMargin time.Duration
+
+	// RefIndex makes every claim that acquires a key also write a pointer
+	// from the key's dedupe.KeyRef to the key, expiring with the record,
+	// so that an operator finds the record from a log line (FindRef,
+	// dedupe show key:…) without a SCAN. It costs one more round trip per
+	// acquired claim: the pointer lives on another Cluster slot than the
+	// record. False means no pointers, and FindRef finds nothing.
+	RefIndex bool
 }
 
 // Store is a dedupe.Store backed by Redis or Valkey, one hash per record.
@@ -70,6 +78,7 @@ type Store struct {
 	prefix    string
 	maxResult int
 	ttlMargin time.Duration
+	refIndex  bool
 }
 
 var _ dedupe.Store = (*Store)(nil)
@@ -85,7 +94,7 @@ func New(c Client, opts Options) (*Store, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
-	s := &Store{c: c, prefix: opts.Prefix, maxResult: opts.MaxResultBytes, ttlMargin: opts.TTLMargin}
+	s := &Store{c: c, prefix: opts.Prefix, maxResult: opts.MaxResultBytes, ttlMargin: opts.TTLMargin, refIndex: opts.RefIndex}
 	if s.maxResult == 0 {
 		s.maxResult = DefaultMaxResultBytes
 	}
@@ -121,16 +130,22 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
 		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
 		UpdatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+		RequestID:      req.RequestID,
+		Trace:          req.Trace,
 	}
 	reply, err := claimScript.Run(ctx, s.c, []string{s.prefix + req.Key},
 		req.Now.Unix(), req.Now.UnixMilli(), req.Fingerprint, req.Token,
 		rec.LeaseExpiresAt.UnixMilli(), rec.ExpiresAt.Unix(), s.ttlAt(rec.ExpiresAt),
+		req.RequestID, req.Trace,
 	).Result()
 	if err != nil {
 		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
 	}
 	switch v := reply.(type) {
 	case int64:
+		if s.refIndex {
+			s.pointRef(ctx, req.Key, rec.ExpiresAt)
+		}
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	case []any:
 		fields, err := pairs(v)
@@ -172,6 +187,7 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	n, err := completeScript.Run(ctx, s.c, []string{s.prefix + req.Key},
 		req.Token, req.Now.Unix(), exp.Unix(), req.Now.UnixMilli(),
 		req.Result.StatusCode, ro, headers, body, s.ttlAt(exp),
+		req.RequestID, req.Trace,
 	).Int64()
 	switch {
 	case err != nil:

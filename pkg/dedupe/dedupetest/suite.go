@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"KeyLimits", testKeyLimits},
 		{"MiddlewareReplayExact", testMiddlewareReplayExact},
 		{"ExtendLease", testExtend},
+		{"Provenance", testProvenance},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,530 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// keyFlags are the flags from which key and show compute a stored key.
+type keyFlags struct {
+	prefix, storedKey                string
+	noPrefix                         bool
+	api, route, principal, clientKey string
+	shared                           bool
+	event, eventType, keyHeader      string
+	set                              map[string]bool
+}
+
+func (k *keyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.storedKey, "stored-key", "", "the stored key itself, as show prints it")
+	fs.StringVar(&k.prefix, "prefix", "", "the guard's prefix: the Lambda function's name (Config.Prefix; default $AWS_LAMBDA_FUNCTION_NAME)")
+	fs.BoolVar(&k.noPrefix, "no-prefix", false, "the guard has no prefix")
+	fs.StringVar(&k.api, "api", "", `deployment scope: "http:<api id>/<stage>", "rest:<api id>/<stage>" or "url:<domain>"`)
+	fs.StringVar(&k.route, "route", "", `route, e.g. "POST /payments"`)
+	fs.StringVar(&k.principal, "principal", "", `caller identity as DefaultPrincipal returns it, e.g. "jwt:<issuer>|<sub>"`)
+	fs.BoolVar(&k.shared, "shared", false, "no principal: the shared scope (HTTPConfig.SharedScope)")
+	fs.StringVar(&k.clientKey, "key", "", "the client's Idempotency-Key, as sent")
+	fs.StringVar(&k.event, "event", "", "a saved event JSON (HTTP API 2.0, REST API or Function URL); - reads stdin")
+	fs.StringVar(&k.eventType, "event-type", "", "http (payload 2.0), rest or url; default: detected")
+	fs.StringVar(&k.keyHeader, "key-header", "", "the header that carries the key (HTTPConfig.KeyHeader; default Idempotency-Key)")
+}
+
+// given reports whether any flag that computes a key was set.
+func (k *keyFlags) given(fs *flag.FlagSet) bool {
+	any := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "stored-key", "api", "route", "principal", "shared", "key", "event":
+			any = true
+		}
+	})
+	return any
+}
+
+// keyInfo is what key prints.
+type keyInfo struct {
+	StoredKey string `json:"storedKey"`
+	Ref       string `json:"ref"`
+	Prefix    string `json:"prefix,omitempty"`
+	Scoped    string `json:"scopedKey,omitempty"`
+	API       string `json:"api,omitempty"`
+	Route     string `json:"route,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	ClientKey string `json:"clientKey,omitempty"`
+}
+
+// compute returns the stored key the flags describe, with the adapters'
+// own functions (dedupe.KeyOfEvent, dedupe.ScopeKey, dedupe.StoreKey).
+func (k *keyFlags) compute(env *Env) (keyInfo, error) {
+	if k.storedKey != "" {
+		return keyInfo{StoredKey: k.storedKey, Ref: dedupe.KeyRef(k.storedKey)}, nil
+	}
+	prefix := k.prefix
+	switch {
+	case k.noPrefix && prefix != "":
+		return keyInfo{}, fail(ExitUsage, "--prefix and --no-prefix together")
+	case k.noPrefix:
+	case prefix == "":
+		if prefix = env.Getenv("AWS_LAMBDA_FUNCTION_NAME"); prefix == "" {
+			return keyInfo{}, fail(ExitUsage, "--prefix is required: the guard's Config.Prefix, by default the Lambda function's name (or --no-prefix)")
+		}
+	}
+	var info keyInfo
+	if k.event != "" {
+		ev, err := k.readEvent(env)
+		if err != nil {
+			return keyInfo{}, err
+		}
+		var cfg dedupe.HTTPConfig
+		cfg.KeyHeader = k.keyHeader
+		cfg.SharedScope = k.shared
+		ek, err := dedupe.KeyOfEvent(&cfg, ev)
+		if err != nil {
+			return keyInfo{}, fail(ExitError, "%w", err)
+		}
+		info = keyInfo{Scoped: ek.Scoped, API: ek.API, Route: ek.Route, Principal: ek.Principal, ClientKey: ek.ClientKey}
+	} else {
+		missing := []string{}
+		for name, v := range map[string]string{"--api": k.api, "--route": k.route, "--key": k.clientKey} {
+			if v == "" {
+				missing = append(missing, name)
+			}
+		}
+		if k.principal == "" && !k.shared {
+			missing = append(missing, "--principal (or --shared)")
+		}
+		if len(missing) > 0 {
+			return keyInfo{}, fail(ExitUsage, "to compute a key from its parts, set %s; or pass --event or --stored-key", strings.Join(missing, ", "))
+		}
+		ck, err := dedupe.ParseKey(k.clientKey)
+		if err != nil {
+			return keyInfo{}, fail(ExitUsage, "--key: %w", err)
+		}
+		info = keyInfo{API: k.api, Route: k.route, Principal: k.principal, ClientKey: ck,
+			Scoped: dedupe.ScopeKey(k.api, k.route, k.principal, ck)}
+	}
+	info.Prefix = prefix
+	info.StoredKey = dedupe.StoreKey(prefix, info.Scoped)
+	info.Ref = dedupe.KeyRef(info.StoredKey)
+	return info, nil
+}
+
+// readEvent reads and decodes --event.
+func (k *keyFlags) readEvent(env *Env) (any, error) {
+	var data []byte
+	var err error
+	if k.event == "-" {
+		var b strings.Builder
+		_, err = bufio.NewReader(env.Stdin).WriteTo(&b)
+		data = []byte(b.String())
+	} else {
+		data, err = os.ReadFile(k.event)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--event: %w", err)
+	}
+	typ := k.eventType
+	if typ == "" {
+		var probe struct {
+			HTTPMethod     string `json:"httpMethod"`
+			RequestContext struct {
+				APIID      string `json:"apiId"`
+				DomainName string `json:"domainName"`
+			} `json:"requestContext"`
+		}
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return nil, fail(ExitError, "--event: %w", err)
+		}
+		switch {
+		case probe.HTTPMethod != "":
+			typ = "rest"
+		case strings.Contains(probe.RequestContext.DomainName, ".lambda-url."):
+			typ = "url"
+		case probe.RequestContext.APIID != "":
+			typ = "http"
+		default:
+			return nil, fail(ExitUsage, "--event: cannot tell the event's type; set --event-type http, rest or url")
+		}
+	}
+	var ev any
+	switch typ {
+	case "http":
+		var e events.APIGatewayV2HTTPRequest
+		err, ev = json.Unmarshal(data, &e), &e
+	case "rest":
+		var e events.APIGatewayProxyRequest
+		err, ev = json.Unmarshal(data, &e), &e
+	case "url":
+		var e events.LambdaFunctionURLRequest
+		err, ev = json.Unmarshal(data, &e), &e
+	default:
+		return nil, fail(ExitUsage, "--event-type %q: want http, rest or url", typ)
+	}
+	if err != nil {
+		return nil, fail(ExitError, "--event: %w", err)
+	}
+	return ev, nil
+}
+
+func cmdKey(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "key")
+	var k keyFlags
+	var out output
+	k.register(fs)
+	fs.Var(&out, "o", "output: text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fail(ExitUsage, "unexpected argument %q", pos[0])
+	}
+	info, err := k.compute(env)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		return writeJSON(env.Stdout, info)
+	}
+	fmt.Fprintf(env.Stdout, "ref:         %s\nstored key:  %s\n", info.Ref, info.StoredKey)
+	if info.Scoped != "" {
+		fmt.Fprintf(env.Stdout, "prefix:      %s\napi:         %s\nroute:       %s\nprincipal:   %s\nclient key:  %s\n",
+			info.Prefix, info.API, info.Route, orDash(info.Principal), info.ClientKey)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "- (shared scope)"
+	}
+	return s
+}
+
+// target is a record named on the command line: a ref, or key flags.
+type target struct {
+	ref string
+	key string
+}
+
+// resolveTarget reads the record's name from a positional ref or the
+// key flags.
+func resolveTarget(env *Env, fs *flag.FlagSet, k *keyFlags, pos []string) (target, error) {
+	switch {
+	case len(pos) > 1:
+		return target{}, fail(ExitUsage, "unexpected argument %q", pos[1])
+	case len(pos) == 1 && k.given(fs):
+		return target{}, fail(ExitUsage, "name the record once: a ref, or key flags")
+	case len(pos) == 1:
+		ref := strings.TrimSpace(pos[0])
+		if !dedupe.ValidRef(ref) {
+			return target{}, fail(ExitUsage, "%q is not a ref (key: and 12 hex digits, as the logs print it)", pos[0])
+		}
+		return target{ref: ref}, nil
+	case !k.given(fs):
+		return target{}, fail(ExitUsage, "name the record: a ref from a log line (key:…), --stored-key, or the key flags of dedupe key")
+	}
+	info, err := k.compute(env)
+	if err != nil {
+		return target{}, err
+	}
+	return target{ref: info.Ref, key: info.StoredKey}, nil
+}
+
+// find returns the live records t names: by key with one Get, by ref
+// through the store's ref index.
+func find(ctx context.Context, st store, t target, now time.Time) ([]dedupe.Record, error) {
+	if t.key != "" {
+		rec, err := st.Get(ctx, t.key, now)
+		switch {
+		case errors.Is(err, dedupe.ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return []dedupe.Record{rec}, nil
+	}
+	return st.FindRef(ctx, t.ref, now)
+}
+
+// findOne is find for commands that change one record.
+func findOne(ctx context.Context, st store, t target, now time.Time) (dedupe.Record, error) {
+	recs, err := find(ctx, st, t, now)
+	switch {
+	case err != nil:
+		return dedupe.Record{}, err
+	case len(recs) == 0:
+		return dedupe.Record{}, fail(ExitNotFound, "no live record for %s", t.ref)
+	case len(recs) > 1:
+		return dedupe.Record{}, fail(ExitUsage, "%d records share %s: name one with --stored-key", len(recs), t.ref)
+	}
+	return recs[0], nil
+}
+
+func cmdShow(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "show")
+	var k keyFlags
+	var sf storeFlags
+	var out output
+	var body bool
+	k.register(fs)
+	sf.register(fs)
+	fs.Var(&out, "o", "output: text or json")
+	fs.BoolVar(&body, "body", false, "print the stored response: its body as is (text), or headers and body (json)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	t, err := resolveTarget(env, fs, &k, pos)
+	if err != nil {
+		return err
+	}
+	st, storeName, closeStore, err := sf.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	now := env.Now()
+	recs, err := find(ctx, st, t, now)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		hint := ""
+		if storeName == "redis" && t.key == "" {
+			hint = "; on Redis, only writers with redisstore.Options.RefIndex leave the pointer a ref needs: try --event or the key flags"
+		}
+		return fail(ExitNotFound, "no live record for %s (never claimed, expired, or forgotten)%s", t.ref, hint)
+	}
+	if body && !out.json {
+		if len(recs) > 1 {
+			return fail(ExitUsage, "%d records share %s: name one with --stored-key", len(recs), t.ref)
+		}
+		if recs[0].Result == nil {
+			_, meaning := state(recs[0], now)
+			return fail(ExitNotFound, "%s holds no stored response (%s: %s)", t.ref, recs[0].Status, meaning)
+		}
+		_, err := env.Stdout.Write(recs[0].Result.Body)
+		return err
+	}
+	views := make([]recordView, len(recs))
+	for i, r := range recs {
+		views[i] = view(r, now, body)
+	}
+	if out.json {
+		if len(views) == 1 {
+			return writeJSON(env.Stdout, views[0])
+		}
+		return writeJSON(env.Stdout, views)
+	}
+	for i, v := range views {
+		if i > 0 {
+			fmt.Fprintln(env.Stdout)
+		}
+		printRecord(env.Stdout, v)
+	}
+	return nil
+}
+
+func cmdInFlight(ctx context.Context, env *Env, args []string, strandedOnly bool) error {
+	name := "inflight"
+	if strandedOnly {
+		name = "stranded"
+	}
+	fs := newFlags(env, name)
+	var sf storeFlags
+	var out output
+	limit := fs.Int("limit", 100, "list at most this many records")
+	sf.register(fs)
+	fs.Var(&out, "o", "output: text or json")
+	if !strandedOnly {
+		fs.BoolVar(&strandedOnly, "stranded", false, "only records whose lease has run out")
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fail(ExitUsage, "unexpected argument %q", pos[0])
+	}
+	if *limit <= 0 {
+		return fail(ExitUsage, "--limit %d: want a positive number", *limit)
+	}
+	st, _, closeStore, err := sf.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	now := env.Now()
+	recs, truncated, err := st.InFlight(ctx, now, *limit)
+	if err != nil {
+		return err
+	}
+	views := []recordView{}
+	for _, r := range recs {
+		if !strandedOnly || r.Stranded(now) {
+			views = append(views, view(r, now, false))
+		}
+	}
+	if out.json {
+		return writeJSON(env.Stdout, struct {
+			Records   []recordView `json:"records"`
+			Truncated bool         `json:"truncated"`
+		}{views, truncated})
+	}
+	for _, v := range views {
+		lease := "-"
+		if v.LeaseExpiresAt != nil {
+			lease = v.LeaseExpiresAt.Format(time.RFC3339)
+		}
+		rid := v.RequestID
+		if rid == "" {
+			rid = "-"
+		}
+		fmt.Fprintf(env.Stdout, "%s  %-9s lease %s  owner %s  request %s\n", v.Ref,
+			v.State, lease, v.Owner, rid)
+	}
+	fmt.Fprintf(env.Stderr, "%d record(s)", len(views))
+	if truncated {
+		fmt.Fprintf(env.Stderr, ", more not listed (raise --limit)")
+	}
+	fmt.Fprintln(env.Stderr)
+	return nil
+}
+
+func cmdRelease(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "release")
+	var k keyFlags
+	var sf storeFlags
+	var out output
+	token := fs.String("token", "", "the owner token that show prints (required): the release is fenced by it")
+	k.register(fs)
+	sf.register(fs)
+	fs.Var(&out, "o", "output: text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if *token == "" {
+		return fail(ExitUsage, "--token is required: the owner token dedupe show prints")
+	}
+	t, err := resolveTarget(env, fs, &k, pos)
+	if err != nil {
+		return err
+	}
+	st, _, closeStore, err := sf.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rec, err := findOne(ctx, st, t, env.Now())
+	if err != nil {
+		return err
+	}
+	if rec.Status != dedupe.StatusInProgress {
+		return fail(ExitRefused, "%s is %s: only an in-flight record has a lease to release (dedupe forget lets a completed key run again)", t.ref, rec.Status)
+	}
+	if err := st.Release(ctx, rec.Key, *token); err != nil {
+		if errors.Is(err, dedupe.ErrLeaseLost) {
+			return fail(ExitRefused, "refused: %s is no longer owned by token %s (finished, released or taken over since); run show again", t.ref, *token)
+		}
+		return err
+	}
+	if out.json {
+		return writeJSON(env.Stdout, map[string]string{"ref": t.ref, "released": *token})
+	}
+	fmt.Fprintf(env.Stdout, "released %s: its lease has ended. A retry of the same request runs again at once; a different request still gets 422 until %s.\n",
+		t.ref, rec.ExpiresAt.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func cmdForget(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "forget")
+	var k keyFlags
+	var sf storeFlags
+	var out output
+	token := fs.String("token", "", "the owner token that show prints (required): the delete is fenced by it")
+	reason := fs.String("reason", "", "why the key must run again (required; logged)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	k.register(fs)
+	sf.register(fs)
+	fs.Var(&out, "o", "output: text or json")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *token == "":
+		return fail(ExitUsage, "--token is required: the owner token dedupe show prints")
+	case strings.TrimSpace(*reason) == "":
+		return fail(ExitUsage, "--reason is required: it is logged with who forgot the key")
+	}
+	t, err := resolveTarget(env, fs, &k, pos)
+	if err != nil {
+		return err
+	}
+	st, storeName, closeStore, err := sf.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	now := env.Now()
+	rec, err := findOne(ctx, st, t, now)
+	if err != nil {
+		return err
+	}
+	if rec.Status != dedupe.StatusCompleted {
+		return fail(ExitRefused, "%s is %s: forget deletes completed records only; end a stuck lease with dedupe release", t.ref, rec.Status)
+	}
+	status := 0
+	if rec.Result != nil {
+		status = rec.Result.StatusCode
+	}
+	if !*yes {
+		fmt.Fprintf(env.Stderr, "Forget %s (COMPLETED, response %d, request %s)? The next request with this key runs the function again. Type yes: ",
+			t.ref, status, orNone(rec.RequestID))
+		line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
+		if trimSpace(line) != "yes" {
+			return fail(ExitRefused, "not confirmed; nothing deleted")
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	if err := st.Forget(ctx, rec.Key, *token); err != nil {
+		if errors.Is(err, dedupe.ErrLeaseLost) {
+			return fail(ExitRefused, "refused: %s no longer carries token %s (rewritten since); run show again", t.ref, *token)
+		}
+		if errors.Is(err, dedupe.ErrNotFound) {
+			return fail(ExitNotFound, "%s is gone already", t.ref)
+		}
+		return err
+	}
+	log.Warn("dedupe: forget", "ref", t.ref, "operator", operator(env), "reason", *reason, "store", storeName,
+		"owner", rec.Token, "original_request_id", rec.RequestID, "response_status", status)
+	until := rec.ExpiresAt.UTC().Format(time.RFC3339)
+	if out.json {
+		return writeJSON(env.Stdout, map[string]any{"ref": t.ref, "forgotten": true, "warmCachesMayReplayUntil": until})
+	}
+	fmt.Fprintf(env.Stdout, "forgot %s: the next request with this key runs again.\n"+
+		"Warm environments of a function with Config.Cache may still replay it from memory until %s (the record's expiry), "+
+		"or until they are recycled: update the function's configuration to recycle them now.\n", t.ref, until)
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
