@@ -243,6 +243,7 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 // duplicate answers a call whose key is held by rec.
 func (g *Guard) duplicate(call Call, rec Record, ev *Event) (Outcome, error) {
 	ev.OriginalRequestID = rec.RequestID
+	ev.OriginalTrace = rec.Trace
 	switch {
 	case rec.Fingerprint != call.Fingerprint:
 		ev.Outcome = OutcomeMismatch

@@ -70,6 +70,10 @@ type Event struct {
 	// in flight or the execution that completed. Empty otherwise, and
 	// for records written before the field existed.
 	OriginalRequestID string
+	// OriginalTrace is the trace context stored on that same record
+	// (Record.Trace), for a tracer to link the duplicate to the execution
+	// it was answered from; empty when the record carries none.
+	OriginalTrace string
 	// Route is the HTTP route ("POST /payments"), or "" outside HTTP.
 	Route string
 	// Status is the HTTP status answered, or 0 outside HTTP.

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
@@ -34,6 +35,9 @@ const (
 	AttrStatusCode     = attribute.Key("http.response.status_code")
 	AttrInvocationID   = attribute.Key("faas.invocation_id")
 	AttrErrorType      = attribute.Key("error.type")
+	// AttrOriginalRequestID names, on a duplicate's span and on its link,
+	// the request ID of the execution whose record answered it.
+	AttrOriginalRequestID = attribute.Key("dedupe.original_request_id")
 )
 
 // Metric names.
@@ -55,12 +59,21 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the meter. Nil means otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
+	// Propagator writes the span context of each guarded call into the
+	// record it claims and completes (dedupe.WithTrace, Record.Trace), so
+	// that a later duplicate's span links to it. Nil means W3C Trace
+	// Context (a traceparent); xray.Propagator{} (go.opentelemetry.io/
+	// contrib/propagators/aws/xray) stores an X-Ray trace header instead.
+	// Either format, and the X-Ray header the guard stores without this
+	// package, is linked when read back.
+	Propagator propagation.TextMapPropagator
 }
 
 // Telemetry traces and measures guarded calls: set it as both
 // dedupe.Config.Tracer and dedupe.Config.Metrics. It is safe for
 // concurrent use.
 type Telemetry struct {
+	prop    propagation.TextMapPropagator
 	tracer  trace.Tracer
 	outcome metric.Int64Counter
 	store   metric.Float64Histogram
@@ -86,7 +99,10 @@ func New(cfg *Config) (*Telemetry, error) {
 	if c.MeterProvider == nil {
 		c.MeterProvider = otel.GetMeterProvider()
 	}
-	t := &Telemetry{tracer: c.TracerProvider.Tracer(ScopeName)}
+	if c.Propagator == nil {
+		c.Propagator = propagation.TraceContext{}
+	}
+	t := &Telemetry{prop: c.Propagator, tracer: c.TracerProvider.Tracer(ScopeName)}
 	m := c.MeterProvider.Meter(ScopeName)
 	var errs [4]error
 	t.outcome, errs[0] = m.Int64Counter(MetricOutcome,
@@ -134,10 +150,14 @@ func (t *Telemetry) Emit(ctx context.Context, ev dedupe.Event) {
 }
 
 // Start implements dedupe.Tracer: it starts the call's span, which the
-// returned end finishes with the call's Event.
+// returned end finishes with the call's Event, and puts the span's trace
+// context in ctx (dedupe.WithTrace) for the guard to store on the record.
 func (t *Telemetry) Start(ctx context.Context) (context.Context, dedupe.TraceEnd) {
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, "dedupe", trace.WithTimestamp(start))
+	if s := traceString(ctx, t.prop); s != "" {
+		ctx = dedupe.WithTrace(ctx, s)
+	}
 	return ctx, func(ctx context.Context, ev dedupe.Event) { t.end(ctx, span, start, ev) }
 }
 
@@ -149,6 +169,7 @@ func (t *Telemetry) end(ctx context.Context, span trace.Span, start time.Time, e
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attributes(ev)...)
+		link(span, ev)
 		t.phases(ctx, start, now, ev)
 	}
 	if failed(ev) {
