@@ -27,7 +27,9 @@ DEPS_STAMP := localtest/node_modules/.make-deps.stamp
 # than `go run` so that CMD's exit code and SIGTERM pass through unchanged.
 WITHDYNALITE := build/bin/withdynalite
 # withservers does the same for DATABASE_URL (a throwaway PostgreSQL
-# cluster) and REDIS_URL (redis-server without persistence).
+# cluster), PGBOUNCER_URL (PgBouncer in transaction mode in front of it),
+# REDIS_URL (redis-server without persistence) and REDIS_CLUSTER_URL (a
+# Redis Cluster of three such servers).
 WITHSERVERS  := build/bin/withservers
 RIE          := build/bin/aws-lambda-rie
 

@@ -14,7 +14,7 @@ import (
 )
 
 func rec(seq, data string) events.KinesisEventRecord {
-	return events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSource: "aws:kinesis",
+	return events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSource: "aws:kinesis", EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/clicks",
 		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: "p", Data: []byte(data)}}
 }
 

@@ -90,8 +90,8 @@ func KeyOfEvent(cfg *HTTPConfig, event any) (EventKey, error) {
 		return EventKey{}, fmt.Errorf("dedupe: key of event: unsupported event type %T", event)
 	}
 	// A throwaway core: newHTTPCore resolves cfg's defaults as the
-	// adapters do. Its guard is never called.
-	c := newHTTPCore(&Guard{cfg: (&Config{Prefix: "-"}).withDefaults()}, cfg)
+	// adapters do. Its guard, and so its store, is never called.
+	c := newHTTPCore(&Guard{cfg: (&Config{Prefix: "-"}).withDefaults(uncalledStore{})}, cfg)
 	out := EventKey{API: ev.scope()}
 	if c.route != nil {
 		out.Route = c.route(ev.raw())
@@ -239,3 +239,6 @@ func ValidRef(ref string) bool {
 	}
 	return true
 }
+
+// uncalledStore stands in for the store of a guard that is never called.
+type uncalledStore struct{ Store }

@@ -304,3 +304,9 @@ func replayCookieResponse(res Result) cookieResponse {
 	out.body, out.base64 = replayBody(res)
 	return out
 }
+
+// routeKnown is true: the adapter's route is the one it documents.
+func (e *v2Event) routeKnown() bool { return true }
+
+// routeKnown is true: the adapter's route is the one it documents.
+func (e *v1Event) routeKnown() bool { return true }

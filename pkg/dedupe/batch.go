@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,11 +23,14 @@ const (
 	// before (a replay, or a first run whose result was too large to
 	// keep). Meter these to see how often a source redelivers.
 	ItemDuplicate ItemStatus = "duplicate"
-	// ItemUnrecorded: fn ran and succeeded but its completion could not
-	// be recorded (ErrNotStored, ErrResultTooLarge, ErrRanUnguarded). The
-	// item is not failed; a later redelivery may run fn again.
+	// ItemUnrecorded: fn ran and returned nil, but the guard could not
+	// record its completion (ErrNotStored, ErrResultTooLarge,
+	// ErrRanUnguarded). The item is not failed; a later redelivery may
+	// run fn again. An error fn itself returns is always ItemFailed,
+	// whatever it wraps.
 	ItemUnrecorded ItemStatus = "unrecorded"
-	// ItemFailed: the item is reported for redelivery: fn failed, another
+	// ItemFailed: the item is reported for redelivery: fn returned an
+	// error (any error, even one wrapping ErrNotStored), another
 	// invocation holds its key, its key was used with a different payload,
 	// its key or fingerprint could not be computed, or the store failed.
 	ItemFailed ItemStatus = "failed"
@@ -57,6 +61,8 @@ type ItemOutcome struct {
 type batchItem struct {
 	id      string
 	key     string
+	source  string // event source ARN; "" with shared sources
+	shared  bool   // keys shared across event sources
 	payload func() ([]byte, error)
 	ordered bool // a failure before it skips it (FIFO queue)
 	// group is an ordered item's message group: only a failure in its
@@ -125,23 +131,40 @@ func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn 
 // one runs a single item.
 func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Context) error) ItemOutcome {
 	o := ItemOutcome{ID: it.id}
-	if it.key == "" {
-		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: empty key: %w", it.id, ErrInvalidKey)
+	// refused fails an item the guard never saw, with its one event.
+	refused := func(outcome string, err error) ItemOutcome {
+		o.Status, o.Err = ItemFailed, err
+		b.g.emit(ctx, Event{Outcome: outcome, Key: o.KeyRef, Err: err})
 		return o
 	}
-	o.KeyRef = KeyRef(b.g.Key(it.key))
+	if it.key == "" {
+		return refused(OutcomeInvalidKey, fmt.Errorf("item %s: empty key: %w", it.id, ErrInvalidKey))
+	}
+	key := it.key
+	if !it.shared {
+		if it.source == "" {
+			return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: %w (set ShareSources to key across sources)", it.id, ErrNoEventSource))
+		}
+		key = SourceKey(it.source, it.key)
+	}
+	o.KeyRef = KeyRef(b.g.Key(key))
 	payload, err := it.payload()
 	if err != nil {
-		o.Status, o.Err = ItemFailed, fmt.Errorf("item %s: fingerprint: %w", it.id, err)
-		return o
+		return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: fingerprint: %w", it.id, err))
 	}
 	ran := false
-	out, err := b.g.Run(ctx, it.key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
+	var fnErr error
+	out, err := b.g.Run(ctx, key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
 		ran = true
-		return Result{}, fn(ctx)
+		fnErr = fn(ctx)
+		return Result{}, fnErr
 	})
 	o.Err = err
 	switch {
+	case fnErr != nil:
+		// fn's own error fails the item, whatever it wraps: a nested
+		// RunJSON's ErrNotStored is fn's failure, not the guard's.
+		o.Status, o.Err = ItemFailed, fnErr
 	case err == nil && out.Replayed:
 		o.Status = ItemDuplicate
 	case err == nil:
@@ -157,8 +180,9 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 }
 
 // KinesisConfig configures KinesisBatch. The zero value (or a nil
-// *KinesisConfig) is valid: records are keyed by their event ID and
-// fingerprinted by their data, and nothing is logged.
+// *KinesisConfig) is valid: records are keyed by their event ID, scoped
+// by their stream's ARN, and fingerprinted by their data; failures are
+// logged to the guard's Logger.
 type KinesisConfig struct {
 	// Key returns a record's idempotency key; an empty key fails the
 	// record. Nil means the record's EventID (shard and sequence number),
@@ -178,6 +202,11 @@ type KinesisConfig struct {
 	// Logger receives one line per failed or unrecorded record, beside
 	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
+	// ShareSources keys records of every stream alike. By default (false)
+	// a key is scoped by the record's event source ARN, so two streams
+	// whose producers use the same keys never answer each other; a record
+	// without an ARN is then failed (ErrNoEventSource).
+	ShareSources bool
 }
 
 // KinesisBatch runs fn at most once per record key of a Kinesis batch
@@ -211,7 +240,8 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
 		func(i int) batchItem {
 			r := recs[i]
-			return batchItem{id: r.Kinesis.SequenceNumber, key: c.Key(r), payload: func() ([]byte, error) { return c.Fingerprint(r) }}
+			return batchItem{id: r.Kinesis.SequenceNumber, key: c.Key(r), source: r.EventSourceArn, shared: c.ShareSources,
+				payload: func() ([]byte, error) { return c.Fingerprint(r) }}
 		},
 		func(ctx context.Context, i int) error { return fn(ctx, recs[i]) })
 	resp := events.KinesisEventResponse{BatchItemFailures: make([]events.KinesisBatchItemFailure, 0, len(failed))}
@@ -222,9 +252,9 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 }
 
 // DynamoDBConfig configures DynamoDBBatch. The zero value (or a nil
-// *DynamoDBConfig) is valid: records are keyed by their event ID and
-// fingerprinted by their event name, keys and images, and nothing is
-// logged.
+// *DynamoDBConfig) is valid: records are keyed by their event ID, scoped
+// by their stream's ARN, and fingerprinted by their event name, keys and
+// images; failures are logged to the guard's Logger.
 type DynamoDBConfig struct {
 	// Key returns a record's idempotency key; an empty key fails the
 	// record. Nil means the record's EventID, unique per change.
@@ -239,6 +269,10 @@ type DynamoDBConfig struct {
 	// Logger receives one line per failed or unrecorded record, beside
 	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
+	// ShareSources keys records of every table stream alike. By default
+	// (false) a key is scoped by the record's event source ARN; a record
+	// without one is failed (ErrNoEventSource).
+	ShareSources bool
 }
 
 // DynamoDBBatch is KinesisBatch for DynamoDB Streams: it runs fn at most
@@ -264,7 +298,8 @@ func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *
 	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
 		func(i int) batchItem {
 			r := recs[i]
-			return batchItem{id: r.Change.SequenceNumber, key: c.Key(r), payload: func() ([]byte, error) { return c.Fingerprint(r) }}
+			return batchItem{id: r.Change.SequenceNumber, key: c.Key(r), source: r.EventSourceArn, shared: c.ShareSources,
+				payload: func() ([]byte, error) { return c.Fingerprint(r) }}
 		},
 		func(ctx context.Context, i int) error { return fn(ctx, recs[i]) })
 	resp := events.DynamoDBEventResponse{BatchItemFailures: make([]events.DynamoDBBatchItemFailure, 0, len(failed))}
@@ -294,3 +329,12 @@ func isFIFO(arn string) bool { return strings.HasSuffix(arn, ".fifo") }
 // fifoGroup returns the message group of an SQS FIFO message, "" when it
 // carries none.
 func fifoGroup(m events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
+
+// SourceKey returns the key the batch adapters (SQSBatch, KinesisBatch,
+// DynamoDBBatch) claim for a message key from the event source ARN
+// source, before the guard's prefix (see Guard.Key): "src:", the ARN's
+// length, ":", the ARN, "#" and the key, so that no ARN and key pair can
+// spell another's. With ShareSources the key is claimed as it is.
+func SourceKey(source, key string) string {
+	return "src:" + strconv.Itoa(len(source)) + ":" + source + "#" + key
+}

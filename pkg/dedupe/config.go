@@ -2,6 +2,7 @@ package dedupe
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -15,19 +16,37 @@ const (
 	DefaultLeaseMargin = 2 * time.Second
 )
 
-// Config configures a Guard. The zero value (or a nil *Config) is valid and
-// means: keys prefixed with $AWS_LAMBDA_FUNCTION_NAME, completed records kept
-// for DefaultRetention, leases derived from the context deadline, fail
-// closed, the real clock, and no logging.
+// MinRetention is the shortest Config.Retention (and Call.Retention) a
+// guard accepts: a record kept for less would let a client's ordinary
+// retry run the work again.
+const MinRetention = time.Minute
+
+// Config configures a Guard. The zero value (or a nil *Config) is valid
+// inside Lambda and means: keys prefixed with $AWS_LAMBDA_FUNCTION_NAME,
+// completed records kept for DefaultRetention, leases derived from the
+// context deadline, fail closed, the real clock, and warnings and errors
+// logged to stderr. Outside Lambda (no AWS_LAMBDA_FUNCTION_NAME) set
+// Prefix: New refuses an empty one. New refuses every value it cannot
+// honour by panicking with a message that names the option and the fix
+// (see New); docs/options.md lists every refusal.
 type Config struct {
-	// Prefix namespaces every key, so functions sharing a table never
+	// Prefix namespaces every key, so services sharing a table never
 	// collide. Empty means the value of AWS_LAMBDA_FUNCTION_NAME, read once
-	// by New; if that is empty too, keys are used unprefixed.
+	// by New; if that is empty too, New refuses the Config unless
+	// Unprefixed is set.
 	Prefix string
+
+	// Unprefixed stores keys without any prefix when Prefix is empty and
+	// AWS_LAMBDA_FUNCTION_NAME is unset: the guard then shares its key
+	// space with every other unprefixed guard on the store. Set it only
+	// when a single service owns the whole store. It is refused together
+	// with a non-empty Prefix.
+	Unprefixed bool
 
 	// Retention is how long a completed record is replayed, and the
 	// lifetime of an in-progress record beyond its lease. Zero means
-	// DefaultRetention.
+	// DefaultRetention; a value below MinRetention (negative included) is
+	// refused.
 	Retention time.Duration
 
 	// DefaultLease is the lease taken when the context has no deadline.
@@ -60,18 +79,22 @@ type Config struct {
 	// request ID, the route, and the store and handler latencies), at
 	// INFO for answers that went as designed, WARN when a result could
 	// not be recorded or work failed, ERROR when the store failed. It is
-	// the one logger: the adapters use it too. Nil means no logging.
+	// the one logger: the adapters use it too. Nil means WARN and above
+	// as text on stderr (on Lambda, the function's CloudWatch log), so a
+	// refusal or a lost record is never silent; pass
+	// slog.New(slog.DiscardHandler) to log nothing.
 	Logger *slog.Logger
 
-	// Heartbeat, when positive and the store implements LeaseExtender,
-	// renews the lease every Heartbeat while the guarded function runs,
+	// Heartbeat, when positive, renews the lease every Heartbeat while the guarded function runs,
 	// each time to the lease a claim at that moment would take (without a
 	// context deadline: DefaultLease). Leases can then stay short where
 	// there is no deadline (containers): set DefaultLease to a few
 	// Heartbeats (a beat that comes after the lease ran out finds it lost). Renewals are fenced by the owner token; when one finds
 	// the key taken over, the function's context is cancelled with cause
 	// ErrLeaseLost. They stop, and are waited for, before the guard
-	// records or releases anything. Zero means no renewal. See the README
+	// records or releases anything. Zero means no renewal. New refuses a
+	// positive Heartbeat on a store that does not implement
+	// LeaseExtender, and a negative one. See the README
 	// section "Long work: lease renewal and a minimum hold".
 	Heartbeat time.Duration
 
@@ -87,7 +110,9 @@ type Config struct {
 	// work again when the invocation's lease runs out. A function error
 	// that wraps context.DeadlineExceeded or context.Canceled keeps the
 	// key for the rest of its lease instead of releasing it. Zero means
-	// no minimum: the lease follows the context deadline.
+	// no minimum: the lease follows the context deadline. Middleware
+	// treats a handler whose request context ended, or that answered 504
+	// Gateway Timeout, as such an error (see Middleware).
 	MinHold time.Duration
 
 	// LogKeys logs the stored key itself instead of its KeyRef. Keys can
@@ -126,25 +151,59 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// withDefaults returns a copy of c with every zero field defaulted.
-func (c *Config) withDefaults() Config {
+// refuse panics with a refusal of New: the option and the fix.
+func refuse(format string, args ...any) {
+	panic(fmt.Sprintf("dedupe: "+format, args...))
+}
+
+// withDefaults returns a copy of c with every zero field defaulted, and
+// panics (see New) on a value no guard over store can honour.
+func (c *Config) withDefaults(store Store) Config {
 	var out Config
 	if c != nil {
 		out = *c
 	}
-	if out.Prefix == "" {
-		out.Prefix = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	if store == nil {
+		refuse("New: the store is nil: pass a Store (memstore.New(), dynamostore.New(...))")
 	}
-	if out.Retention <= 0 {
+	switch {
+	case out.Prefix != "" && out.Unprefixed:
+		refuse("Config.Unprefixed is set together with Config.Prefix %q: set one of them", out.Prefix)
+	case out.Prefix == "" && !out.Unprefixed:
+		out.Prefix = os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+		if out.Prefix == "" {
+			refuse("Config.Prefix is empty and AWS_LAMBDA_FUNCTION_NAME is unset: set Config.Prefix to a name unique to this service on its store (or Config.Unprefixed to share one unprefixed key space deliberately)")
+		}
+	}
+	if out.Retention < 0 || (out.Retention > 0 && out.Retention < MinRetention) {
+		refuse("Config.Retention is %v: set it to at least %v (MinRetention), or 0 for %v", out.Retention, MinRetention, DefaultRetention)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"DefaultLease", out.DefaultLease}, {"MaxLease", out.MaxLease}, {"LeaseMargin", out.LeaseMargin},
+		{"Heartbeat", out.Heartbeat}, {"MinHold", out.MinHold}, {"Wait", out.Wait},
+	} {
+		if d.v < 0 {
+			refuse("Config.%s is negative (%v): set it to 0 for its default, or a positive duration", d.name, d.v)
+		}
+	}
+	if out.Heartbeat > 0 {
+		if _, ok := store.(LeaseExtender); !ok {
+			refuse("Config.Heartbeat is set but the store (%T) cannot extend a lease (no LeaseExtender): unset Heartbeat, or use a store that implements LeaseExtender", store)
+		}
+	}
+	if out.Retention == 0 {
 		out.Retention = DefaultRetention
 	}
-	if out.DefaultLease <= 0 {
+	if out.DefaultLease == 0 {
 		out.DefaultLease = DefaultLease
 	}
-	if out.MaxLease <= 0 {
+	if out.MaxLease == 0 {
 		out.MaxLease = DefaultMaxLease
 	}
-	if out.LeaseMargin <= 0 {
+	if out.LeaseMargin == 0 {
 		out.LeaseMargin = DefaultLeaseMargin
 	}
 	if out.Now == nil {
@@ -154,7 +213,7 @@ func (c *Config) withDefaults() Config {
 		out.NewTicker = newTicker
 	}
 	if out.Logger == nil {
-		out.Logger = slog.New(slog.DiscardHandler)
+		out.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	if out.Sleep == nil {
 		out.Sleep = sleep

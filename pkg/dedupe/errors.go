@@ -80,6 +80,19 @@ var (
 	// a configuration error, and guessing would let one caller receive
 	// another's response.
 	ErrNoPrincipal = errors.New("dedupe: no principal for the request and SharedScope is off")
+	// ErrInvalidRetention reports a Call.Retention (or what
+	// HTTPConfig.Retention returned for a route) below MinRetention: the
+	// call is refused before anything is claimed.
+	ErrInvalidRetention = errors.New("dedupe: retention below MinRetention")
+	// ErrNoEventSource reports a message or stream record without an event
+	// source ARN while the batch adapter scopes keys by source (the
+	// default): it is failed, not guessed into another source's scope.
+	ErrNoEventSource = errors.New("dedupe: message has no event source ARN")
+	// ErrRouteUnknown reports a Middleware request whose route cannot be
+	// told (the router set no r.Pattern) while HTTPConfig.RequireKey is set
+	// and HTTPConfig.Route is not: the request is refused with 500 rather
+	// than let a keyless request through unguarded.
+	ErrRouteUnknown = errors.New("dedupe: Middleware cannot tell the route (r.Pattern is empty): set HTTPConfig.Route")
 )
 
 // ConflictError reports a duplicate request that cannot be answered with a
@@ -107,7 +120,15 @@ func (e *ConflictError) Unwrap() error { return e.Err }
 // long such requests usually take (0 when unknown); rounded up to whole
 // seconds, at least one second, and never past the lease's end
 // (RetryAfter), which stays the upper bound.
+//
+// When typical is unknown, or the owner has already run longer than
+// typical (a request held by Config.MinHold after a timeout, a slow or
+// dead owner whose lease still runs), the hint is the lease's end: a
+// shorter one would only invite retries that find the key still held.
 func (e *ConflictError) RetryAfterHint(now time.Time, typical time.Duration) time.Duration {
+	if typical <= 0 || now.Sub(e.Record.CreatedAt) >= typical {
+		return e.RetryAfter(now)
+	}
 	hint := typical - now.Sub(e.Record.CreatedAt)
 	secs := (hint + time.Second - 1) / time.Second
 	if secs < 1 {

@@ -45,7 +45,8 @@ const SQSKeyAttribute = "Idempotency-Key"
 
 // SQSConfig configures SQSBatch. The zero value (or a nil *SQSConfig) is
 // valid: keys come from the Idempotency-Key string attribute, else the
-// message ID; the body is fingerprinted; nothing is logged.
+// message ID, scoped by the queue's ARN; the body is fingerprinted;
+// failures are logged to the guard's Logger.
 //
 // Key by the message ID to absorb SQS's own redeliveries (at-least-once
 // delivery, a visibility timeout that ran out). Key by a business field
@@ -74,6 +75,19 @@ type SQSConfig struct {
 	// Logger receives one line per failed or unrecorded message, beside
 	// the guard's event. Nil means the guard's Config.Logger.
 	Logger *slog.Logger
+
+	// ShareSources keys messages of every queue alike. By default (false)
+	// a key is scoped by the message's event source ARN (its queue), as
+	// HTTP keys are scoped by API and stage: a function that consumes two
+	// queues whose producers use the same key attribute never takes one
+	// queue's message for a duplicate of the other's. A message without
+	// an ARN is then failed (ErrNoEventSource). Set it when one logical
+	// stream of requests arrives through several queues (a queue and its
+	// replacement) and must be deduplicated across them. The sender
+	// (SenderId) never enters the scope: an assumed role's session name
+	// changes between a producer's retries, which would run them twice;
+	// key by a tenant field in Key when queues are shared by tenants.
+	ShareSources bool
 }
 
 // SQSBatch runs fn at most once per message key and reports the messages
@@ -116,6 +130,7 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 		func(i int) batchItem {
 			m := msgs[i]
 			return batchItem{id: m.MessageId, key: c.Key(m), ordered: isFIFO(m.EventSourceARN), group: fifoGroup(m),
+				source: m.EventSourceARN, shared: c.ShareSources,
 				payload: func() ([]byte, error) { return c.Fingerprint(m) }}
 		},
 		func(ctx context.Context, i int) error { return fn(ctx, msgs[i]) })

@@ -129,7 +129,7 @@ func ExampleSQSBatch() {
 			return nil
 		}), nil
 	}
-	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"orderId":"ord_1001"}`}}}
+	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1001"}`}}}
 	handler(context.Background(), ev)
 	resp, _ := handler(context.Background(), ev) // SQS delivered it again
 	fmt.Println("failures:", len(resp.BatchItemFailures))

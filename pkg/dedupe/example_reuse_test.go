@@ -94,8 +94,8 @@ func ExampleSQSConfig_businessKey() {
 		OnItem: func(o dedupe.ItemOutcome) { fmt.Println(o.ID, o.Status) },
 	}
 	ev := events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "m-1", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:00"}`},
-		{MessageId: "m-2", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:07"}`},
+		{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:00"}`},
+		{MessageId: "m-2", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:07"}`},
 	}}
 	resp := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(context.Context, events.SQSMessage) error {
 		fmt.Println("shipping ord_1")
@@ -115,7 +115,7 @@ func ExampleSQSConfig_businessKey() {
 func ExampleKinesisBatch() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "clicks"})
 	rec := func(seq, data string) events.KinesisEventRecord {
-		return events.KinesisEventRecord{EventID: "shardId-0:" + seq,
+		return events.KinesisEventRecord{EventID: "shardId-0:" + seq, EventSourceArn: "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks",
 			Kinesis: events.KinesisRecord{SequenceNumber: seq, Data: []byte(data)}}
 	}
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{rec("1", `{"n":1}`), rec("2", `{"n":2}`), rec("3", `{"n":3}`)}}
@@ -144,7 +144,7 @@ func ExampleKinesisBatch() {
 func ExampleDynamoDBBatch() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "order-events"})
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{
-		EventID: "c81e728d", EventName: "INSERT",
+		EventID: "c81e728d", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000",
 		Change: events.DynamoDBStreamRecord{SequenceNumber: "100",
 			NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("order#1")}},
 	}}}

@@ -58,3 +58,6 @@ func (e *urlEvent) body(limit int64) ([]byte, bool, error) {
 }
 
 func (e *urlEvent) raw() any { return (*events.LambdaFunctionURLRequest)(e) }
+
+// routeKnown is true: the adapter's route is the one it documents.
+func (e *urlEvent) routeKnown() bool { return true }

@@ -34,7 +34,9 @@ type Call struct {
 	// release 5xx answers). Nil keeps every result.
 	Keep func(Result) bool
 	// Retention overrides Config.Retention for this call: how long its
-	// completed record is replayed. Zero means the guard's.
+	// completed record is replayed. Zero means the guard's; a value below
+	// MinRetention (negative included) refuses the call with
+	// ErrInvalidRetention before anything is claimed.
 	Retention time.Duration
 }
 
@@ -77,8 +79,16 @@ type Guard struct {
 }
 
 // New returns a Guard over store. A nil cfg means the zero Config.
+//
+// New refuses a configuration it cannot honour by panicking, as
+// http.ServeMux.Handle refuses a bad pattern, so the mistake surfaces at
+// init rather than as a silent downgrade: a nil store; an empty Prefix
+// outside Lambda without Unprefixed; a Retention below MinRetention; a
+// negative duration; a Heartbeat on a store that is not a LeaseExtender.
+// The panic message starts with "dedupe: ", names the option and says
+// how to fix it; docs/options.md lists every one.
 func New(store Store, cfg *Config) *Guard {
-	return &Guard{store: store, cfg: cfg.withDefaults()}
+	return &Guard{store: store, cfg: cfg.withDefaults(store)}
 }
 
 // Now returns the guard's clock reading.
@@ -88,6 +98,8 @@ func (g *Guard) Now() time.Time { return g.cfg.Now() }
 // key, shortened when it is longer than 1024 bytes to its first 960 bytes
 // plus "#sha256:" and the SHA-256 of the whole, so that it always fits a
 // store (MaxStoreKeyBytes) and two different keys never share a record.
+//
+// With Config.Unprefixed the prefix is empty and the key is used as is.
 func (g *Guard) Key(key string) string {
 	if g.cfg.Prefix == "" {
 		return boundKey(key)
@@ -166,6 +178,11 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 		ev.Outcome, ev.Err = OutcomeInvalidKey, ErrInvalidKey
 		return Outcome{}, ErrInvalidKey
 	}
+	if call.Retention < 0 || (call.Retention > 0 && call.Retention < MinRetention) {
+		err := fmt.Errorf("%w: %v is below %v", ErrInvalidRetention, call.Retention, MinRetention)
+		ev.Outcome, ev.Err = OutcomeInvalidRequest, err
+		return Outcome{}, err
+	}
 	key := g.Key(call.Key)
 	ev.Key = KeyRef(key)
 	if g.cfg.LogKeys {
@@ -196,7 +213,7 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 			})
 		})
 		if err != nil {
-			return g.storeFailed(ctx, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err), ev)
+			return g.storeFailed(ctx, key, token, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err), ev)
 		}
 		rec := claim.Record
 		if !claim.Acquired && rec.Key != "" && rec.Token == token && rec.Status == StatusInProgress {
@@ -325,7 +342,11 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func, ev *Event) (Outcome, error) {
 	start := time.Now()
 	ev.HandlerStart = start
-	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, LeaseUntil: rec.LeaseExpiresAt}
+	life := rec.Life()
+	if life == "" {
+		life = token // a store that returned no record: this claim starts the life
+	}
+	claim := Claim{Key: key, Ref: KeyRef(key), Token: token, Life: life, LeaseUntil: rec.LeaseExpiresAt}
 	result, err := g.invoke(withClaim(ctx, claim), key, token, g.withHeartbeat(call, key, token, fn), ev)
 	ev.HandlerLatency = time.Since(start)
 	var unencodable *unencodableError
@@ -443,14 +464,18 @@ func (g *Guard) release(ctx context.Context, key, token string, ev *Event) error
 // Only a transient failure (ErrStoreUnavailable) may fail open: a
 // permanent one would fail the same way on every retry, and running
 // unguarded each time would let a client bypass idempotency at will.
-func (g *Guard) storeFailed(ctx context.Context, fn Func, claimErr error, ev *Event) (Outcome, error) {
+//
+// The unguarded run's context carries a Claim with the request's real
+// scoped key and Unguarded set (see Claim.DownstreamKey), never a zero
+// one.
+func (g *Guard) storeFailed(ctx context.Context, key, token string, fn Func, claimErr error, ev *Event) (Outcome, error) {
 	ev.Outcome, ev.Err = OutcomeStoreError, claimErr
 	if !g.cfg.FailOpen || !errors.Is(claimErr, ErrStoreUnavailable) {
 		return Outcome{}, claimErr
 	}
 	start := time.Now()
 	ev.HandlerStart = start
-	result, err := fn(ctx)
+	result, err := fn(withClaim(ctx, Claim{Key: key, Ref: KeyRef(key), Token: token, Unguarded: true}))
 	ev.HandlerLatency = time.Since(start)
 	if err != nil {
 		return Outcome{}, err

@@ -154,8 +154,8 @@ func TestPrefixDefaultsToFunctionName(t *testing.T) {
 		t.Errorf("Key = %q, want %q", got, want)
 	}
 	t.Setenv("AWS_LAMBDA_FUNCTION_NAME", "")
-	if got := dedupe.New(memstore.New(), nil).Key("abc"); got != "abc" {
-		t.Errorf("Key without function name = %q, want abc", got)
+	if got := dedupe.New(memstore.New(), &dedupe.Config{Unprefixed: true}).Key("abc"); got != "abc" {
+		t.Errorf("Key with Unprefixed = %q, want abc", got)
 	}
 }
 
@@ -245,7 +245,7 @@ func TestFailureReleases(t *testing.T) {
 			}()
 			// Released: the lease ended, the record and its fingerprint
 			// stay, so only the same request runs again.
-			if rec, err := store.Get(context.Background(), "k", time.Now()); err != nil || !rec.LeaseExpired(time.Now()) {
+			if rec, err := store.Get(context.Background(), g.Key("k"), time.Now()); err != nil || !rec.LeaseExpired(time.Now()) {
 				t.Errorf("record after failure = %+v, %v; want it kept with its lease ended", rec, err)
 			}
 			if _, err := g.Run(context.Background(), "k", "fp-other", counter(new(int), "other")); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
@@ -286,7 +286,7 @@ func TestTimedOutOwnerCannotOverwriteTakeover(t *testing.T) {
 	if string(first.Result.Body) != "first" || first.Stored {
 		t.Errorf("late owner outcome = %+v, want its own result, not stored", first)
 	}
-	rec, err := store.Get(context.Background(), "k", clk.Now())
+	rec, err := store.Get(context.Background(), g.Key("k"), clk.Now())
 	if err != nil || string(rec.Result.Body) != "second" {
 		t.Errorf("stored = %+v, %v; want the takeover's result", rec, err)
 	}
@@ -320,7 +320,7 @@ func TestLease(t *testing.T) {
 			var rec dedupe.Record
 			_, err := g.Run(ctx, tt.name, "fp", func(ctx context.Context) (dedupe.Result, error) {
 				var err error
-				rec, err = store.Get(ctx, tt.name, clk.Now())
+				rec, err = store.Get(ctx, g.Key(tt.name), clk.Now())
 				return dedupe.Result{}, err
 			})
 			if err != nil {

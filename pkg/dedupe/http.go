@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -26,7 +27,8 @@ const DefaultMaxBodyBytes = 1 << 20
 // DefaultPrincipal and the adapters document, and a guarded request with
 // no principal is refused (500) because SharedScope is off; no headers
 // are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
-// DefaultKeep decides what is stored; no logging. Middleware needs
+// DefaultKeep decides what is stored; events go to the guard's Logger.
+// Middleware needs
 // Principal or SharedScope.
 //
 // Functions that receive the request get the adapter's event: a
@@ -177,6 +179,9 @@ type httpEvent interface {
 	method() string
 	// route returns the default route, "METHOD /path".
 	route() string
+	// routeKnown reports whether route is the template the request
+	// matched, as RequireKeyOn lists routes (false: a raw path).
+	routeKnown() bool
 	// scope returns what identifies the deployment that received the
 	// request: the API ID and stage, the Function URL's domain; "" when
 	// the event has none (net/http).
@@ -293,6 +298,11 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	if route == "" {
 		return refuse(OutcomeInvalidRequest, ProblemInternal, errEmptyRoute)
 	}
+	if c.requireKey != nil && c.route == nil && !ev.routeKnown() {
+		// RequireKey could never match a route made of the raw path: a
+		// keyless request would pass unguarded. Refuse it, loudly.
+		return refuse(OutcomeInvalidRequest, ProblemInternal, ErrRouteUnknown)
+	}
 	raw, n := c.opts.keyValue(ev)
 	switch {
 	case n == 0 && c.requireKey != nil && c.requireKey(route):
@@ -316,7 +326,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	fpBody, err := c.opts.fingerprintBody(ev.raw(), body)
 	if err != nil {
-		return problemResult(ProblemBodyUnreadable, 0), true, nil
+		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.FingerprintBody: %w", err))
 	}
 
 	principal := c.principal(ev.raw())

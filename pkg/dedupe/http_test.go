@@ -472,6 +472,7 @@ func wrapMiddleware(t testing.TB, g *dedupe.Guard, cfg *dedupe.HTTPConfig, h han
 			path = strings.ReplaceAll(path, "{"+k+"}", v)
 		}
 		req := httptest.NewRequestWithContext(ctx, r.method, path, bytes.NewReader(r.body))
+		req.Pattern = r.path // as http.ServeMux sets it
 		for _, k := range r.keys {
 			req.Header[http.CanonicalHeaderKey(cmpOr(r.keyName, dedupe.HeaderIdempotencyKey))] =
 				append(req.Header[http.CanonicalHeaderKey(cmpOr(r.keyName, dedupe.HeaderIdempotencyKey))], k)
@@ -764,8 +765,10 @@ func behaviours() []scenario {
 			{req: req, status: 422, problem: dedupe.ProblemKeyReused, runs: 1},
 			{req: req.with(func(r *request) { r.headers = map[string]string{"X-Account-Region": "eu"} }), status: 201, replayed: true, runs: 1, sameAs: 1},
 		}},
-		{name: "duplicate while in flight is 409 with a short Retry-After", steps: []step{
-			{req: req, status: 201, runs: 1, during: &step{advance: 100 * time.Second, req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "1", runs: 1}},
+		// Issue 17: with no typical duration known, Retry-After is the
+		// lease's end (5 min less the 100 s run), not a 1 s guess.
+		{name: "duplicate while in flight is 409 with Retry-After at the lease's end", steps: []step{
+			{req: req, status: 201, runs: 1, during: &step{advance: 100 * time.Second, req: req, status: 409, problem: dedupe.ProblemInProgress, retryAfter: "200", runs: 1}},
 			{req: req, status: 201, replayed: true, runs: 1, sameAs: 1},
 		}},
 		{name: "in-flight duplicate with a different body is 422", steps: []step{

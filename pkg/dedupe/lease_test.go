@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,13 +49,19 @@ func runLease(t *testing.T, b backend) {
 
 func TestLeaseRenewal(t *testing.T) { runLease(t, memoryBackend) }
 
+// TestHeartbeatNeedsLeaseExtender checks issue 17, case 5: a Heartbeat
+// on a store that cannot extend a lease is refused at construction, not
+// silently dropped (a long request's retry would take its key over).
 func TestHeartbeatNeedsLeaseExtender(t *testing.T) {
 	tick := newTestTicker()
-	g := dedupe.New(&faultyStore{Store: mustStore(t, memoryBackend)}, &dedupe.Config{Heartbeat: time.Second, NewTicker: tick.New})
-	out, err := g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
-	if err != nil || !out.Stored || tick.every != 0 {
-		t.Errorf("store without Extend: stored = %v, %v, ticker for %v; want stored and no ticker", out.Stored, err, tick.every)
+	msg := mustPanic(t, func() {
+		dedupe.New(&faultyStore{Store: mustStore(t, memoryBackend)}, &dedupe.Config{Heartbeat: time.Second, NewTicker: tick.New})
+	})
+	if !strings.Contains(msg, "Config.Heartbeat") || !strings.Contains(msg, "LeaseExtender") {
+		t.Errorf("panic %q, want it to name Config.Heartbeat and LeaseExtender", msg)
 	}
+	// Without Heartbeat the same store is fine.
+	dedupe.New(&faultyStore{Store: mustStore(t, memoryBackend)}, nil)
 }
 
 func mustStore(t *testing.T, b backend) dedupe.Store {

@@ -3,6 +3,7 @@ package dedupe
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -33,6 +34,23 @@ import (
 // (chunked or Content-Length) may differ. Informational (1xx) responses
 // and trailers are not recorded. A panic in the handler is re-raised after
 // the key is released.
+//
+// A net/http handler returns no error, so Middleware tells a handler that
+// gave up by what it can see: the request context ended while the
+// handler ran (a server timeout, http.TimeoutHandler, a client that went
+// away), or the handler answered 504 Gateway Timeout. Such a request is
+// never stored: with Config.MinHold its key is held until its lease ends
+// (a retry gets 409 with Retry-After), as for a Func that returned
+// context.DeadlineExceeded; without MinHold it is released.
+//
+// Behind a router that does not set r.Pattern (anything but
+// http.ServeMux, unless it sets it), the route is the raw path, which
+// the routes RequireKeyOn lists ("POST /items/{id}") never match. So when
+// HTTPConfig.RequireKey is set and HTTPConfig.Route is not, a guarded
+// request without r.Pattern is refused with 500 (ErrRouteUnknown, logged
+// at WARN) instead of passing unguarded: set HTTPConfig.Route to
+// your router's route template, or wrap the handlers a ServeMux
+// dispatches to.
 func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 	if cfg == nil || (cfg.Principal == nil && !cfg.SharedScope) {
 		panic("dedupe: Middleware needs HTTPConfig.Principal, or SharedScope for anonymous callers")
@@ -49,7 +67,14 @@ func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 				rec := &recorder{ResponseWriter: w}
 				// ctx carries the claim (ClaimFrom).
 				next.ServeHTTP(rec, ev.r.WithContext(ctx))
-				return rec.result(), nil
+				res := rec.result()
+				if err := gaveUp(ctx, res.StatusCode); err != nil {
+					// The handler's outcome is unknown: with
+					// Config.MinHold the key is held for its lease,
+					// otherwise released, never stored.
+					return res, err
+				}
+				return res, nil
 			})
 			if !respond {
 				return
@@ -71,6 +96,26 @@ func Middleware(g *Guard, cfg *HTTPConfig) func(http.Handler) http.Handler {
 	}
 }
 
+// errHandlerTimedOut is what a Middleware handler that answered 504
+// Gateway Timeout is taken to have returned.
+var errHandlerTimedOut = fmt.Errorf("handler answered 504 Gateway Timeout: %w", context.DeadlineExceeded)
+
+// gaveUp returns the error a net/http handler would have returned had it
+// been able to: its request context ended while it ran (the server's
+// timeout, http.TimeoutHandler, a client that went away), or it answered
+// 504 Gateway Timeout (an upstream it called timed out). Either wraps
+// context.DeadlineExceeded or context.Canceled, so Config.MinHold holds
+// the key as for a Func that gave up.
+func gaveUp(ctx context.Context, status int) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("handler's request context ended: %w", err)
+	}
+	if status == http.StatusGatewayTimeout {
+		return errHandlerTimedOut
+	}
+	return nil
+}
+
 // stdEvent is the httpEvent of a net/http request.
 type stdEvent struct{ r *http.Request }
 
@@ -85,6 +130,10 @@ func (e *stdEvent) route() string {
 	}
 	return routeOf(e.r.Method, e.r.URL.Path)
 }
+
+// routeKnown reports whether a ServeMux (or a router that sets it) set
+// r.Pattern: without it the route is the raw path.
+func (e *stdEvent) routeKnown() bool { return e.r.Pattern != "" }
 
 // scope is empty: a server has no API ID or stage in its requests. Give
 // each deployment that shares a table its own Config.Prefix.

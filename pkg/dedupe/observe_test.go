@@ -327,7 +327,7 @@ func TestWaitRespectsDeadline(t *testing.T) {
 		clk.Advance(d)
 		return nil
 	}})
-	store.Claim(context.Background(), dedupe.ClaimRequest{Key: "k", Fingerprint: "fp", Token: "other", Now: clk.Now(), LeaseUntil: clk.Now().Add(time.Minute), ExpiresAt: clk.Now().Add(time.Hour)})
+	store.Claim(context.Background(), dedupe.ClaimRequest{Key: g.Key("k"), Fingerprint: "fp", Token: "other", Now: clk.Now(), LeaseUntil: clk.Now().Add(time.Minute), ExpiresAt: clk.Now().Add(time.Hour)})
 	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(2*time.Second+100*time.Millisecond))
 	defer cancel()
 	_, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
@@ -349,8 +349,10 @@ func TestRetryAfterHint(t *testing.T) {
 		typical time.Duration
 		want    time.Duration
 	}{
-		{0, time.Second},
-		{500 * time.Millisecond, time.Second},
+		// Issue 17: unknown, or already outrun (a held or stranded
+		// owner), the hint is the lease's end.
+		{0, 30 * time.Second},
+		{500 * time.Millisecond, 30 * time.Second},
 		{4 * time.Second, 3 * time.Second},
 		{time.Hour, 30 * time.Second},
 	} {

@@ -23,17 +23,19 @@ import (
 //
 //   - a JWT (HTTP API JWT authorizer; REST API Cognito user pool
 //     authorizer "claims"): its issuer with "sub", else with "client_id",
-//     "azp" or "cid"; a token with none of them is identified by a hash of
-//     all its claims except the ones that change on every token ("iat",
-//     "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash");
+//     "azp" or "cid"; a token with none of them has no principal (its
+//     other claims, such as "scope", are shared by many callers, and
+//     "iat", "exp", "auth_time" or "nonce" change on every token);
 //   - a Lambda authorizer context (HTTP API "lambda", REST API
 //     authorizer map): every one of the identity fields "principalId",
 //     "sub", "userId", "user_id", "username", "userName", "clientId",
 //     "client_id", "tenantId", "tenant_id", "accountId", "account_id",
 //     "orgId", "org_id", "organizationId", "customerId", "customer_id",
 //     "email" and "uid" present in it, together ("principalId" and
-//     "tenantId" both, if both are there); with none of them, a canonical
-//     hash of the whole context except REST's "integrationLatency";
+//     "tenantId" both, if both are there) with a non-empty value; with
+//     none of them, no principal: the other fields of a context ("role",
+//     "plan", "authTime") are shared by many callers or change on every
+//     request, and never enter a principal;
 //   - IAM: the Cognito identity ID, else the user ARN, else the caller ID;
 //     REST API keys: the API key ID.
 //
@@ -44,11 +46,10 @@ import (
 // NONE), and always for other types, *http.Request included. The adapters
 // refuse such requests unless HTTPConfig.SharedScope is set.
 //
-// An authorizer context that carries the caller's identity in a field not
-// named above, beside per-request values (a timestamp, a
-// request ID), must have HTTPConfig.Principal set: the hash of the whole
-// context would change on every request, and retries would not be
-// recognised.
+// An authorizer whose context (or JWT) carries the caller's identity in a
+// field not named above must name it: set HTTPConfig.Principal to
+// PrincipalFields("accountNo"). Without it such requests have no
+// principal and are refused exactly as requests without an authorizer.
 func DefaultPrincipal(req any) string {
 	switch r := req.(type) {
 	case *events.APIGatewayV2HTTPRequest:
@@ -81,16 +82,6 @@ func isIDField(name string) bool {
 	return false
 }
 
-// isVolatileClaim reports whether a JWT claim differs between two tokens
-// of the same caller; such claims are left out of a hash of the claims.
-func isVolatileClaim(name string) bool {
-	switch name {
-	case "iat", "exp", "nbf", "jti", "auth_time", "nonce", "at_hash", "c_hash":
-		return true
-	}
-	return false
-}
-
 // jwtPrincipal is the principal of a JWT: issuer and subject, encoded
 // unambiguously.
 func jwtPrincipal(iss, sub string) string {
@@ -112,28 +103,17 @@ func claimsPrincipal(claims map[string]any) string {
 			return "jwt-client:" + strconv.Itoa(len(iss)) + ":" + iss + id
 		}
 	}
-	rest := make(map[string]any, len(claims))
-	for k, v := range claims {
-		if !isVolatileClaim(k) {
-			rest[k] = v
-		}
-	}
-	return "jwt-claims:" + canonicalHash(rest)
+	return "" // no identity claim: never identified by its other claims
 }
 
-// contextPrincipal resolves a Lambda authorizer context: the identity fields it
-// holds, else a hash of all of it but the fields in skip.
-func contextPrincipal(ctx map[string]any, skip ...string) string {
+// contextPrincipal resolves a Lambda authorizer context: the identity
+// fields it holds with a non-empty value, else "". No other field ever
+// enters a principal.
+func contextPrincipal(ctx map[string]any) string {
 	ids := make(map[string]any)
-	rest := make(map[string]any, len(ctx))
 	for k, v := range ctx {
-		switch {
-		case slices.Contains(skip, k):
-		case isIDField(k):
+		if isIDField(k) && !emptyValue(v) {
 			ids[k] = v
-			rest[k] = v
-		default:
-			rest[k] = v
 		}
 	}
 	switch {
@@ -143,10 +123,24 @@ func contextPrincipal(ctx map[string]any, skip ...string) string {
 		return "lambda:" + scalar(ids["sub"])
 	case len(ids) > 0:
 		return "lambda-ids:" + canonicalHash(ids)
-	case len(rest) > 0:
-		return "lambda-context:" + canonicalHash(rest)
 	}
 	return ""
+}
+
+// emptyValue reports a context value that identifies no one: null, "",
+// an empty object or list.
+func emptyValue(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 // scalar returns v as a string when it is one (or a number or bool, as
@@ -231,7 +225,7 @@ func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
 			return p
 		}
 	}
-	if p := contextPrincipal(rc.Authorizer, "claims", "integrationLatency"); p != "" {
+	if p := contextPrincipal(rc.Authorizer); p != "" {
 		return p
 	}
 	id := &rc.Identity
@@ -260,4 +254,70 @@ func urlPrincipal(a *events.LambdaFunctionURLRequestContextAuthorizerDescription
 		return "iam:" + a.IAM.CallerID
 	}
 	return ""
+}
+
+// PrincipalFields returns an HTTPConfig.Principal that identifies the
+// caller by the named fields of the request's Lambda authorizer context
+// (HTTP API "lambda", REST API authorizer map) or JWT claims (HTTP API
+// JWT authorizer, REST API Cognito "claims"), for authorizers that carry
+// the identity in a field DefaultPrincipal does not know. Every named
+// field must be present with a non-empty scalar value; otherwise the
+// request has no principal and is refused (ErrNoPrincipal), exactly as
+// without an authorizer. Name only fields that identify a caller, never
+// one that many callers share ("role", "plan") or one that changes on
+// every request ("authTime", "iat", a nonce). It returns "" for other
+// event types, *http.Request included.
+//
+// PrincipalFields panics when no field is named.
+func PrincipalFields(fields ...string) func(req any) string {
+	if len(fields) == 0 {
+		panic("dedupe: PrincipalFields needs at least one field name")
+	}
+	fields = slices.Clone(fields)
+	return func(req any) string {
+		for _, src := range authorizerMaps(req) {
+			var b []byte
+			ok := true
+			for _, f := range fields {
+				v := scalar(src[f])
+				if v == "" {
+					ok = false
+					break
+				}
+				b = strconv.AppendQuote(strconv.AppendQuote(b, f), v)
+			}
+			if ok {
+				return "fields:" + sumHex(b)
+			}
+		}
+		return ""
+	}
+}
+
+// authorizerMaps returns the authorizer contexts and JWT claims a request
+// carries, in the order PrincipalFields looks at them.
+func authorizerMaps(req any) []map[string]any {
+	var out []map[string]any
+	add := func(m map[string]any) {
+		if len(m) > 0 {
+			out = append(out, m)
+		}
+	}
+	switch r := req.(type) {
+	case events.APIGatewayV2HTTPRequest:
+		return authorizerMaps(&r)
+	case events.APIGatewayProxyRequest:
+		return authorizerMaps(&r)
+	case *events.APIGatewayV2HTTPRequest:
+		if a := r.RequestContext.Authorizer; a != nil {
+			add(a.Lambda)
+			if a.JWT != nil {
+				add(toMap(a.JWT.Claims))
+			}
+		}
+	case *events.APIGatewayProxyRequest:
+		add(r.RequestContext.Authorizer)
+		add(toMap(r.RequestContext.Authorizer["claims"]))
+	}
+	return out
 }

@@ -89,7 +89,7 @@ func testClaimFrom(t *testing.T, b backend) {
 		func(ctx context.Context, _ events.SQSMessage) error { check(ctx); return nil })
 	var sqsKeys []string
 	for _, m := range sqs.Records {
-		sqsKeys = append(sqsKeys, g.Key(m.MessageId))
+		sqsKeys = append(sqsKeys, g.Key(dedupe.SourceKey(m.EventSourceARN, m.MessageId)))
 	}
 	wantKeys("SQSBatch", sqsKeys...)
 
@@ -98,7 +98,7 @@ func testClaimFrom(t *testing.T, b backend) {
 	dedupe.KinesisBatch(ctx, g, kin, nil, func(ctx context.Context, _ events.KinesisEventRecord) error { check(ctx); return nil })
 	var kinKeys []string
 	for _, r := range kin.Records {
-		kinKeys = append(kinKeys, g.Key(r.EventID))
+		kinKeys = append(kinKeys, g.Key(dedupe.SourceKey(r.EventSourceArn, r.EventID)))
 	}
 	wantKeys("KinesisBatch", kinKeys...)
 
@@ -107,7 +107,7 @@ func testClaimFrom(t *testing.T, b backend) {
 	dedupe.DynamoDBBatch(ctx, g, ddb, nil, func(ctx context.Context, _ events.DynamoDBEventRecord) error { check(ctx); return nil })
 	var ddbKeys []string
 	for _, r := range ddb.Records {
-		ddbKeys = append(ddbKeys, g.Key(r.EventID))
+		ddbKeys = append(ddbKeys, g.Key(dedupe.SourceKey(r.EventSourceArn, r.EventID)))
 	}
 	wantKeys("DynamoDBBatch", ddbKeys...)
 
@@ -288,7 +288,7 @@ func testDynamoDBBatch(t *testing.T, b backend) {
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber || runs != 0 {
 		t.Errorf("store down: failures = %+v after %d runs, want the first record after 0", resp.BatchItemFailures, runs)
 	}
-	if len(outcomes) != 3 || !errors.Is(outcomes[0].Err, dedupe.ErrStoreUnavailable) || outcomes[0].KeyRef != dedupe.KeyRef(g.Key(ev.Records[0].EventID)) {
+	if len(outcomes) != 3 || !errors.Is(outcomes[0].Err, dedupe.ErrStoreUnavailable) || outcomes[0].KeyRef != dedupe.KeyRef(g.Key(dedupe.SourceKey(ev.Records[0].EventSourceArn, ev.Records[0].EventID))) {
 		t.Errorf("store down: outcomes = %+v, want 3, the first failed with ErrStoreUnavailable and its KeyRef", outcomes)
 	}
 	outcomes = nil

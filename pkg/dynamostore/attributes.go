@@ -1,5 +1,7 @@
 package dynamostore
 
+import "github.com/lambda-dedupe/dedupe/internal/dynamoitem"
+
 // Defaults applied by New for zero fields of Options. They match the
 // deployed schema in template.yaml; infra tests cross-check them.
 const (
@@ -18,21 +20,21 @@ const (
 
 	// DefaultCompressAbove is the body size, in bytes, above which a result
 	// body is stored gzip-compressed.
-	DefaultCompressAbove = 4 << 10
+	DefaultCompressAbove = dynamoitem.CompressAbove
 
 	// DefaultMaxItemBytes bounds the estimated size of a completed item:
 	// DynamoDB's 400 KB item limit (409,600 bytes) minus a 2 KiB margin for
 	// what Complete does not see (the fingerprint) and for rounding in the
 	// estimate.
-	DefaultMaxItemBytes = 400<<10 - 2<<10
+	DefaultMaxItemBytes = dynamoitem.MaxItemBytes
 )
 
 // Encodings stored in the Attributes.ResEncoding attribute.
 const (
 	// EncodingIdentity marks a body stored as is.
-	EncodingIdentity = "identity"
+	EncodingIdentity = dynamoitem.EncodingIdentity
 	// EncodingGzip marks a body stored gzip-compressed.
-	EncodingGzip = "gzip"
+	EncodingGzip = dynamoitem.EncodingGzip
 )
 
 // Attributes names the item attributes the store reads and writes. A zero
@@ -75,6 +77,10 @@ type Attributes struct {
 	// ResOmitted is true on a COMPLETED record whose result did not fit
 	// (BOOL). Default "res_omitted".
 	ResOmitted string
+	// FirstToken holds the token of the claim that started the record's
+	// life (S, dedupe.Record.FirstToken); absent on records written before
+	// it existed. Default "first_token".
+	FirstToken string
 	// InflightShard holds hash(key) mod Shards (N) while the record is
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
@@ -110,6 +116,7 @@ func DefaultAttributes() Attributes {
 		ResBody:        "res_body",
 		ResEncoding:    "res_encoding",
 		ResOmitted:     "res_omitted",
+		FirstToken:     "first_token",
 		InflightShard:  "inflight_shard",
 		Ref:            "ref",
 		RequestID:      "request_id",
@@ -137,6 +144,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResBody, d.ResBody},
 		{&a.ResEncoding, d.ResEncoding},
 		{&a.ResOmitted, d.ResOmitted},
+		{&a.FirstToken, d.FirstToken},
 		{&a.InflightShard, d.InflightShard},
 		{&a.Ref, d.Ref},
 		{&a.RequestID, d.RequestID},

@@ -44,7 +44,12 @@
 //
 // # Calls per request
 //
-// Claim is one conditional PutItem; Complete one conditional UpdateItem;
+// Claim is one conditional PutItem when the key starts a new life (absent
+// or expired), and a second PutItem, fenced on the record it replaces,
+// when it takes over a stranded record or re-claims its own: a PutItem
+// cannot keep an attribute of the item it replaces, so the takeover must
+// read the record's life (first_token) first (Store.Claim explains it);
+// Extend and Complete one conditional UpdateItem each;
 // Release one conditional UpdateItem (it ends the lease and keeps the
 // record); Get one strongly consistent GetItem;
 // Reap one Query per index page and one conditional UpdateItem per

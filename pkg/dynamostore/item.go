@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/lambda-dedupe/dedupe/internal/dynamoitem"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 )
 
@@ -35,21 +36,11 @@ type encodedResult struct {
 // round-trip as raw bytes, which a map[string][]string marshalled to S
 // attributes cannot do (S must be valid UTF-8).
 func (s *Store) encodeResult(r dedupe.Result) encodedResult {
-	out := encodedResult{status: r.StatusCode, body: r.Body, encoding: EncodingIdentity}
+	out := encodedResult{status: r.StatusCode}
 	if len(r.Headers) > 0 {
 		out.headers = encodeHeaders(r.Headers)
 	}
-	if s.compressAbove >= 0 && len(r.Body) > s.compressAbove {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		// Writes to a bytes.Buffer cannot fail.
-		zw.Write(r.Body)
-		zw.Close()
-		if buf.Len() < len(r.Body) {
-			out.body = buf.Bytes()
-			out.encoding = EncodingGzip
-		}
-	}
+	out.body, out.encoding = dynamoitem.Compress(r.Body, s.compressAbove)
 	return out
 }
 
@@ -145,34 +136,22 @@ func decodeHeaders(b []byte) (map[string][]string, error) {
 	return h, nil
 }
 
-// maxNumberSize is the most a number attribute value can take in
-// DynamoDB's size accounting (38 significant digits).
-const maxNumberSize = 21
-
 // completedSize estimates the size of the item Complete would leave, in
-// DynamoDB's accounting: attribute name lengths plus value sizes. The
-// fingerprint, which Complete does not see, is left to the margin in
-// DefaultMaxItemBytes.
+// DynamoDB's accounting (internal/dynamoitem, which pkg/memstore applies
+// too): attribute name lengths plus value sizes. The fingerprint, which
+// Complete does not see, is left to the margin in DefaultMaxItemBytes.
 func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int {
 	a := s.attr
-	size := len(a.PartitionKey) + len(req.Key) +
-		len(a.Status) + len(dedupe.StatusInProgress) +
-		len(a.Owner) + len(req.Token) +
-		len(a.ResOmitted) + 1
-	if s.sortKey.Name != "" {
-		size += len(s.sortKey.Name) + len(s.sortKey.Value)
-	}
-	for _, n := range []string{a.LeaseExpiresAt, a.ExpiresAt, a.CreatedAt, a.UpdatedAt, a.ResStatus} {
-		size += len(n) + maxNumberSize
-	}
-	size += len(a.RequestID) + len(req.RequestID) + len(a.Trace) + len(req.Trace) + len(a.Ref) + len(dedupe.KeyRef(req.Key))
-	if len(res.headers) > 0 {
-		size += len(a.ResHeaders) + len(res.headers)
-	}
-	if len(res.body) > 0 {
-		size += len(a.ResBody) + len(res.body) + len(a.ResEncoding) + len(res.encoding)
-	}
-	return size
+	return dynamoitem.CompletedSize(dynamoitem.Names{
+		PartitionKey: a.PartitionKey, Status: a.Status, Owner: a.Owner, FirstToken: a.FirstToken,
+		LeaseExpiresAt: a.LeaseExpiresAt, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		ResStatus: a.ResStatus, ResHeaders: a.ResHeaders, ResBody: a.ResBody, ResEncoding: a.ResEncoding, ResOmitted: a.ResOmitted,
+		RequestID: a.RequestID, Trace: a.Trace, Ref: a.Ref,
+		SortKey: s.sortKey.Name, SortValue: s.sortKey.Value,
+	}, dynamoitem.Completed{
+		Key: req.Key, Token: req.Token, RequestID: req.RequestID, Trace: req.Trace, Ref: dedupe.KeyRef(req.Key),
+		Headers: res.headers, Body: res.body, Encoding: res.encoding,
+	})
 }
 
 // decode turns a stored item into a Record.
@@ -184,6 +163,7 @@ func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, err
 		Status:         dedupe.Status(d.str(a.Status, true)),
 		Fingerprint:    d.str(a.Fingerprint, false),
 		Token:          d.str(a.Owner, true),
+		FirstToken:     d.str(a.FirstToken, false),
 		LeaseExpiresAt: time.UnixMilli(d.num(a.LeaseExpiresAt)).UTC(),
 		ExpiresAt:      time.Unix(d.num(a.ExpiresAt), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num(a.CreatedAt)).UTC(),

@@ -146,23 +146,45 @@ func (s *Store) Shard(key string) int {
 	return int(h.Sum32() % uint32(s.shards))
 }
 
-// Claim implements dedupe.Store with one conditional PutItem:
+// Claim implements dedupe.Store with conditional PutItems. A PutItem
+// replaces the whole item, so it cannot keep an attribute of the item it
+// replaces; a claim that keeps the record's life (FirstToken) must know
+// that life before it writes. So a claim is one write when the key starts
+// a new life, and two when it takes over:
 //
-//	attribute_not_exists(pk) OR expires_at < :now_s
-//	  OR (status = IN_PROGRESS AND ((lease_expires_at < :now_ms AND fingerprint = :fp)
-//	                                OR owner = :token))
+//  1. The fresh write, conditioned on
 //
-// The owner clause makes a retried PutItem whose first attempt was applied
-// (its response lost to a reset or a 500, then resent by the SDK's
-// retryer) succeed instead of locking the owner out of its own claim. The
-// fingerprint clause lets only the same request take over a stranded key.
+//     attribute_not_exists(pk) OR expires_at < :now_s
 //
-// When the condition fails, DynamoDB returns the existing item
-// (ReturnValuesOnConditionCheckFailure ALL_OLD) and Claim decodes it. A
-// server that ignores ALL_OLD (dynalite, older DynamoDB Local builds) costs
-// one more call: a strongly consistent GetItem. If that finds no record
-// that still holds the key against req, the record changed in between and
-// Claim returns Acquired false with a zero Record, as the contract allows.
+//     carries first_token = req.Token: the key was absent or expired, a
+//     new life. When it succeeds, that is the whole claim.
+//
+//  2. When it fails, DynamoDB returns the existing item
+//     (ReturnValuesOnConditionCheckFailure ALL_OLD; a server that ignores
+//     ALL_OLD, such as dynalite, costs a strongly consistent GetItem). If
+//     that record is not free for req (dedupe.Record.FreeFor), the claim
+//     is a duplicate: Acquired false with the record, one call on
+//     DynamoDB. If it is free (a stranded record with req's fingerprint,
+//     or req's own token: an earlier attempt of this claim whose reply was
+//     lost), a second PutItem replaces exactly the record seen, fenced on
+//
+//     owner = :seen_owner AND status = IN_PROGRESS AND lease_expires_at = :seen_lease
+//
+//     and carries first_token = the seen record's Life(). Every write to a
+//     record changes its owner, its status or its lease, so the fence
+//     holds only while nothing touched the record in between.
+//
+// If the fenced write fails, the record changed: Claim decides again on
+// the record the failure returns, up to takeoverAttempts fenced writes in
+// all, then reports Acquired false with the record it last saw. A record
+// that vanished or expired in between yields Acquired false with a zero
+// Record, as the contract allows, and the caller may claim again.
+//
+// The SDK's retryer may resend either write after it was applied: a
+// resent fresh write fails (the record exists, with req's token) and
+// continues as the owner's own re-claim, which keeps FirstToken =
+// req.Token; a resent fenced write fails (the owner is now req's token)
+// and the next round finds req's own claim and rewrites it alike.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
@@ -173,6 +195,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		Status:         dedupe.StatusInProgress,
 		Fingerprint:    req.Fingerprint,
 		Token:          req.Token,
+		FirstToken:     req.Token,
 		LeaseExpiresAt: time.UnixMilli(req.LeaseUntil.UnixMilli()).UTC(),
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
 		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
@@ -182,6 +205,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	item[a.Status] = str(string(dedupe.StatusInProgress))
 	item[a.Fingerprint] = str(req.Fingerprint)
 	item[a.Owner] = str(req.Token)
+	item[a.FirstToken] = str(req.Token)
 	item[a.LeaseExpiresAt] = num(rec.LeaseExpiresAt.UnixMilli())
 	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
 	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
@@ -190,51 +214,98 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
 	rec.RequestID, rec.Trace = req.RequestID, req.Trace
 
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item:      item,
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR " +
-			"(#status = :inprog AND ((#lease < :nowms AND #fp = :fp) OR #owner = :tok))"),
+	existing, found, err := s.put(ctx, req.Key, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now"),
 		ExpressionAttributeNames: map[string]string{
-			"#pk":     a.PartitionKey,
-			"#exp":    a.ExpiresAt,
-			"#status": a.Status,
-			"#lease":  a.LeaseExpiresAt,
-			"#fp":     a.Fingerprint,
-			"#owner":  a.Owner,
+			"#pk":  a.PartitionKey,
+			"#exp": a.ExpiresAt,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":    num(req.Now.Unix()),
-			":nowms":  num(req.Now.UnixMilli()),
-			":inprog": str(string(dedupe.StatusInProgress)),
-			":fp":     str(req.Fingerprint),
-			":tok":    str(req.Token),
+			":now": num(req.Now.Unix()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err == nil {
+	switch {
+	case err != nil:
+		return dedupe.ClaimResult{}, err
+	case !found:
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
+	}
+	for range takeoverAttempts {
+		switch {
+		case existing == nil || existing.Expired(req.Now):
+			// Vanished or expired since the fresh write failed.
+			return dedupe.ClaimResult{}, nil
+		case !existing.FreeFor(req.Now, req.Fingerprint, req.Token):
+			return dedupe.ClaimResult{Record: *existing}, nil
+		}
+		life := existing.Life()
+		item[a.FirstToken] = str(life)
+		seen := existing
+		existing, found, err = s.put(ctx, req.Key, &dynamodb.PutItemInput{
+			TableName:           aws.String(s.table),
+			Item:                item,
+			ConditionExpression: aws.String("#owner = :owner AND #status = :inprog AND #lease = :lease"),
+			ExpressionAttributeNames: map[string]string{
+				"#owner":  a.Owner,
+				"#status": a.Status,
+				"#lease":  a.LeaseExpiresAt,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":owner":  str(seen.Token),
+				":inprog": str(string(dedupe.StatusInProgress)),
+				":lease":  num(seen.LeaseExpiresAt.UnixMilli()),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		switch {
+		case err != nil:
+			return dedupe.ClaimResult{}, err
+		case !found:
+			rec.FirstToken = life
+			return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
+		}
+	}
+	if existing == nil || existing.FreeFor(req.Now, req.Fingerprint, req.Token) {
+		return dedupe.ClaimResult{}, nil
+	}
+	return dedupe.ClaimResult{Record: *existing}, nil
+}
+
+// takeoverAttempts bounds the fenced writes of one Claim (see Claim).
+const takeoverAttempts = 2
+
+// put runs a conditional PutItem of Claim. It returns found false when
+// the write was applied. When the condition failed, it returns found true
+// and the record that made it fail: the ALL_OLD item, or, from a server
+// that ignores ALL_OLD, a strongly consistent read (nil when the record
+// vanished in between).
+func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) (existing *dedupe.Record, found bool, err error) {
+	_, err = s.client.PutItem(ctx, in)
+	if err == nil {
+		return nil, false, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
+		return nil, false, wrapErr("claim", key, err)
 	}
 	if len(ccf.Item) > 0 {
-		existing, err := s.decode(ccf.Item)
+		rec, err := s.decode(ccf.Item)
 		if err != nil {
-			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
+			return nil, false, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(key), err)
 		}
-		return dedupe.ClaimResult{Record: existing}, nil
+		return &rec, true, nil
 	}
-	// No ALL_OLD item: read the record that made the condition fail.
-	existing, found, err := s.read(ctx, "claim", req.Key)
-	if err != nil {
-		return dedupe.ClaimResult{}, err
+	rec, ok, err := s.read(ctx, "claim", key)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !ok:
+		return nil, true, nil
 	}
-	if !found || existing.FreeFor(req.Now, req.Fingerprint, req.Token) {
-		return dedupe.ClaimResult{}, nil
-	}
-	return dedupe.ClaimResult{Record: existing}, nil
+	return &rec, true, nil
 }
 
 // Complete implements dedupe.Store with one UpdateItem conditioned on

@@ -100,7 +100,7 @@ func TestDefaultAttributesMatchSchema(t *testing.T) {
 		LeaseExpiresAt: "lease_expires_at", ExpiresAt: "expires_at", CreatedAt: "created_at",
 		UpdatedAt: "updated_at", ResStatus: "res_status", ResHeaders: "res_headers",
 		ResBody: "res_body", ResEncoding: "res_encoding", ResOmitted: "res_omitted",
-		InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
+		FirstToken: "first_token", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)

@@ -15,7 +15,7 @@ import (
 var _ dedupe.Admin = (*Store)(nil)
 
 // refExpr is the KeyRef of a row's key in SQL, exactly as the expression
-// index dedupe_records_ref_idx of Migration computes it, so that FindRef's
+// index dedupe_records_ref_idx of MigrationProvenance computes it, so that FindRef's
 // lookup uses the index.
 const refExpr = `('key:' || left(encode(sha256(key), 'hex'), 12))`
 
@@ -28,7 +28,7 @@ WHERE inflight AND expires_at >= $1::bigint ORDER BY lease_expires_at LIMIT $2::
 )
 
 // FindRef implements dedupe.Admin with one SELECT through the expression
-// index on the key's KeyRef (Migration's dedupe_records_ref_idx).
+// index on the key's KeyRef (MigrationProvenance's dedupe_records_ref_idx).
 func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedupe.Record, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("pgstore: find %q: not a key reference (key: and 12 hex digits)", ref)

@@ -17,16 +17,13 @@ func TestAdmin(t *testing.T) {
 }
 
 // TestMigrationAddsProvenance applies the schema as it was before the
-// provenance columns, writes a row the old way, then applies Migration
-// again: the row reads with an empty request ID and trace, new rows keep
+// provenance columns (001 and 002), writes a row the old way, then runs
+// CreateSchema (which adds 003): the row reads with an empty request ID and trace, new rows keep
 // theirs, and the ref lookup can use its index.
 func TestMigrationAddsProvenance(t *testing.T) {
 	ctx := context.Background()
 	p := newPool(t)
-	old, _, ok := strings.Cut(pgstore.Migration, "-- Since 2026-12")
-	if !ok {
-		t.Fatal("Migration has no provenance section")
-	}
+	old := pgstore.Migration + "\n" + pgstore.MigrationFirstToken
 	table := "dedupetest_old_" + strings.ToLower(dedupe.KeyRef(t.Name())[4:])
 	p.Exec(ctx, "DROP TABLE IF EXISTS "+table)
 	t.Cleanup(func() { p.Exec(context.Background(), "DROP TABLE IF EXISTS "+table) })

@@ -9,8 +9,10 @@
 // # Schema
 //
 // One row per key, in the table of migrations/001_dedupe_records.sql
-// (Migration; CreateSchema applies it). The columns are dynamostore's
-// attributes:
+// (Migration) with the columns migrations/002_first_token.sql adds
+// (MigrationFirstToken) and those and the index migrations/003_provenance.sql
+// adds (MigrationProvenance); CreateSchema applies all three. The columns are
+// dynamostore's attributes:
 //
 //	column            type     meaning
 //	key               bytea    the full key (primary key)
@@ -26,7 +28,14 @@
 //	res_body          bytea    result body
 //	res_omitted       boolean  COMPLETED without its result
 //	inflight          boolean  true while in flight, else NULL (partial index)
+//	first_token       text     token of the claim that started the life (002)
+//	first_token_owner text     owner when first_token was written (002)
 //
+// first_token (dedupe.Record.FirstToken) is read only while
+// first_token_owner equals owner. A writer of an earlier version changes
+// the owner without touching either column, so its rows read without a
+// first token (Record.Life falls back to the owner), never with another
+// life's.//
 // Keys are stored as bytes, so every valid key (U+0000 included) fits.
 // Times are integers from the writers' requests: no statement reads the
 // server's clock, and an expired row counts as absent in every call even
@@ -39,9 +48,13 @@
 // (dedupe.Record.FreeFor: expired; IN_PROGRESS with the caller's token;
 // IN_PROGRESS with its lease run out and the caller's fingerprint), and a
 // second CTE returns the existing row when it does not, so a duplicate
-// costs one round trip too. Complete and Release are one UPDATE each,
+// costs one round trip too. A claim of an absent or expired key starts a
+// new life (first_token = the caller's token); a takeover or the owner's
+// own re-claim keeps the row's. Complete and Release are one UPDATE each,
 // fenced by the owner token; Release ends the lease and keeps the row, so
-// the key stays bound to its request. Get is one SELECT by primary key. A
+// the key stays bound to its request. Extend (dedupe.LeaseExtender, for
+// Config.Heartbeat) is one UPDATE fenced by the token, the IN_PROGRESS
+// status, the expiry and the lease. Get is one SELECT by primary key. A
 // fresh guarded request costs 2 round trips (claim, complete); a duplicate
 // 1, except in a race with a first claim that commits while the duplicate
 // runs (Store.Claim explains the extra round trip).

@@ -152,7 +152,7 @@ func TestStoreRetries(t *testing.T) {
 func TestGuardSurvivesLostCompletion(t *testing.T) {
 	p := newPool(t)
 	s := newStore(t, faultClient{Client: p, inject: script("Exec", faultLostReply)}, pgstore.Options{Table: newTable(t, p)})
-	g := dedupe.New(s, &dedupe.Config{Now: func() time.Time { return base }})
+	g := dedupe.New(s, &dedupe.Config{Prefix: "fault-test", Now: func() time.Time { return base }})
 	runs := 0
 	fn := func(context.Context) (dedupe.Result, error) {
 		runs++

@@ -10,10 +10,31 @@ import (
 
 // Migration is the schema of the store's table, as a migration file
 // (migrations/001_dedupe_records.sql) for tools that apply SQL files. It
-// names the table dedupe_records, DefaultTable.
+// names the table dedupe_records, DefaultTable. Apply
+// MigrationFirstToken and then MigrationProvenance after it.
 //
 //go:embed migrations/001_dedupe_records.sql
 var Migration string
+
+// MigrationFirstToken is the second migration file
+// (migrations/002_first_token.sql): it adds the nullable columns
+// first_token and first_token_owner that hold dedupe.Record.FirstToken.
+// The store's statements name them, so apply it before deploying this
+// version; rows written before it read with an empty FirstToken, and
+// writers of earlier versions keep working beside it.
+//
+//go:embed migrations/002_first_token.sql
+var MigrationFirstToken string
+
+// MigrationProvenance is the third migration file
+// (migrations/003_provenance.sql): it adds the nullable columns
+// request_id and trace (dedupe.Record.RequestID and Trace) and the
+// expression index on the key's dedupe.KeyRef that Store.FindRef reads.
+// The store's statements name the columns, so apply it before deploying
+// this version; rows written before it read with both fields empty.
+//
+//go:embed migrations/003_provenance.sql
+var MigrationProvenance string
 
 // DefaultTable is the table name of Migration, used when Options.Table is
 // empty.
@@ -30,8 +51,10 @@ func forTable(sql, table string) string {
 }
 
 // CreateSchema creates the table (and its indexes) that a Store with
-// Options.Table = table uses, unless they exist: it runs Migration with
-// table in place of dedupe_records. An empty table means DefaultTable.
+// Options.Table = table uses, unless they exist: it runs Migration,
+// MigrationFirstToken and MigrationProvenance with table in place of dedupe_records, so it also
+// brings a table made by an earlier version up to date. An empty table
+// means DefaultTable.
 // It is one round trip (a multi-statement simple-protocol query), so it
 // also works through PgBouncer.
 func CreateSchema(ctx context.Context, c Client, table string) error {
@@ -41,7 +64,7 @@ func CreateSchema(ctx context.Context, c Client, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	if _, err := c.Exec(ctx, forTable(Migration, table)); err != nil {
+	if _, err := c.Exec(ctx, forTable(Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance, table)); err != nil {
 		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
 	}
 	return nil

@@ -87,10 +87,13 @@ type Store struct {
 
 // statements are the store's SQL, with the table name in place.
 type statements struct {
-	claim, complete, release, get, reapExpired, retireStranded string
+	claim, complete, release, extend, get, reapExpired, retireStranded string
 }
 
-var _ dedupe.Store = (*Store)(nil)
+var (
+	_ dedupe.Store         = (*Store)(nil)
+	_ dedupe.LeaseExtender = (*Store)(nil)
+)
 
 // New returns a Store that keeps records in opts.Table through c. It
 // never reads the environment, opens connections or starts goroutines;
@@ -121,6 +124,7 @@ func New(c Client, opts Options) (*Store, error) {
 		claim:          forTable(claimSQL, table),
 		complete:       forTable(completeSQL, table),
 		release:        forTable(releaseSQL, table),
+		extend:         forTable(extendSQL, table),
 		get:            forTable(getSQL, table),
 		reapExpired:    forTable(reapExpiredSQL, table),
 		retireStranded: forTable(retireStrandedSQL, table),
@@ -157,9 +161,14 @@ func (s *Store) args(args ...any) []any {
 	return append([]any{s.mode}, args...)
 }
 
-// recordColumns are the columns every read returns, in scan order.
+// recordColumns are the columns every read returns, in scan order. The
+// first token is read only while first_token_owner = owner: a claim by a
+// version before 002_first_token.sql changes the owner and leaves these
+// columns as they were, and such a row has no first token rather than
+// another life's.
 const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at,
-       res_status, res_headers, res_body, res_omitted, request_id, trace`
+       res_status, res_headers, res_body, res_omitted, request_id, trace,
+       CASE WHEN first_token_owner = owner THEN first_token END`
 
 // claimSQL is Claim's one statement. The insert's conflict update applies
 // only when the key is free for the request (dedupe.Record.FreeFor):
@@ -170,15 +179,23 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
 // committed version, so a duplicate gets the existing record in the same
 // round trip.
 //
+// A claim of an absent or expired key starts a new life (first_token is
+// the caller's token); a takeover or the owner's own re-claim keeps the
+// row's life: its first_token (while first_token_owner = owner), else its
+// owner.
+//
 //	$1 key  $2 fingerprint  $3 token  $4 lease_ms  $5 expires_s  $6 now_ms  $7 now_s
 const claimSQL = `
 WITH claimed AS (
     INSERT INTO dedupe_records AS r
         (key, status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at, inflight,
-         request_id, trace)
+         request_id, trace, first_token, first_token_owner)
     VALUES ($1::bytea, 'IN_PROGRESS', $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $6::bigint, true,
-            NULLIF($8::text, ''), NULLIF($9::text, ''))
+            NULLIF($8::text, ''), NULLIF($9::text, ''), $3::text, $3::text)
     ON CONFLICT (key) DO UPDATE SET
+        first_token = CASE WHEN r.expires_at < $7::bigint THEN excluded.owner
+            ELSE COALESCE(CASE WHEN r.first_token_owner = r.owner THEN r.first_token END, r.owner) END,
+        first_token_owner = excluded.owner,
         status = 'IN_PROGRESS', fingerprint = excluded.fingerprint, owner = excluded.owner,
         lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at,
         created_at = excluded.created_at, updated_at = excluded.updated_at,
@@ -215,6 +232,16 @@ WHERE key = $1::bytea AND owner = $2::text AND expires_at >= $3::bigint`
 const releaseSQL = `
 UPDATE dedupe_records SET lease_expires_at = 0, inflight = NULL
 WHERE key = $1::bytea AND owner = $2::text AND status = 'IN_PROGRESS'`
+
+// extendSQL is Extend's statement, fenced like the contract says: by the
+// token, the IN_PROGRESS status, the record's expiry and its lease. The
+// row stays in the in-flight index with its later lease end.
+//
+//	$1 key  $2 token  $3 now_ms  $4 lease_ms  $5 expires_s  $6 now_s
+const extendSQL = `
+UPDATE dedupe_records SET lease_expires_at = $4::bigint, expires_at = $5::bigint, updated_at = $3::bigint
+WHERE key = $1::bytea AND owner = $2::text AND status = 'IN_PROGRESS'
+  AND expires_at >= $6::bigint AND lease_expires_at >= $3::bigint`
 
 // getSQL is Get's statement; expiry is checked on the row read.
 const getSQL = `SELECT ` + recordColumns + ` FROM dedupe_records WHERE key = $1::bytea`
@@ -323,6 +350,33 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	return nil
 }
 
+// Extend implements dedupe.LeaseExtender with one UPDATE (extendSQL)
+// fenced by the owner token, the IN_PROGRESS status, the record's expiry
+// and its lease: it renews the lease and the expiry only while the row
+// carries req.Token, is in progress, has not expired and its lease has
+// not run out at req.Now. Otherwise it returns an error wrapping
+// dedupe.ErrLeaseLost and changes nothing. Resent after a lost reply, it
+// finds its own renewal and applies it again.
+func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("pgstore: extend: %w", err)
+	}
+	args := s.args([]byte(req.Key), req.Token, req.Now.UnixMilli(),
+		req.LeaseUntil.UnixMilli(), req.ExpiresAt.Unix(), req.Now.Unix())
+	var tag pgconn.CommandTag
+	err := s.send(ctx, func() (err error) {
+		tag, err = s.c.Exec(ctx, s.sql.extend, args...)
+		return err
+	})
+	switch {
+	case err != nil:
+		return wrapErr("extend", req.Key, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("pgstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
+	}
+	return nil
+}
+
 // Get implements dedupe.Store with one SELECT by primary key. A row whose
 // expires_at is before now (Reap deletes expired rows later, if at all) is
 // reported as dedupe.ErrNotFound.
@@ -358,12 +412,13 @@ type rowValues struct {
 	resHeaders, resBody              []byte
 	resOmitted                       bool
 	requestID, trace                 *string
+	firstToken                       *string
 }
 
 // dest returns the scan destinations, in recordColumns order.
 func (v *rowValues) dest() []any {
 	return []any{&v.status, &v.fingerprint, &v.owner, &v.lease, &v.expires, &v.created, &v.updated,
-		&v.resStatus, &v.resHeaders, &v.resBody, &v.resOmitted, &v.requestID, &v.trace}
+		&v.resStatus, &v.resHeaders, &v.resBody, &v.resOmitted, &v.requestID, &v.trace, &v.firstToken}
 }
 
 // record turns the scanned row of key into a Record. pgx allocates the
@@ -385,6 +440,9 @@ func (v *rowValues) record(key string) (dedupe.Record, error) {
 	}
 	if v.trace != nil {
 		rec.Trace = *v.trace
+	}
+	if v.firstToken != nil {
+		rec.FirstToken = *v.firstToken
 	}
 	switch rec.Status {
 	case dedupe.StatusInProgress:

@@ -9,26 +9,36 @@
 //
 // One hash per record, at Options.Prefix + key, with the fields of
 // dynamostore's item (see record.go): st, fp, tok, lease (epoch ms), exp
-// (epoch s), cat, uat (epoch ms), and once COMPLETED rs, rh, rb, ro.
+// (epoch s), cat, uat (epoch ms), ft (the first token of the record's
+// life, dedupe.Record.FirstToken), and once COMPLETED rs, rh, rb, ro.
+// Hashes written before ft existed read with an empty FirstToken.
 // Redis strings are binary-safe: bodies are stored as they are, and
 // headers in a length-prefixed encoding that keeps any byte of a value
 // (JSON would not).
 //
 // # One round trip per call
 //
-// Claim, Complete and Release are each one Lua script (EVALSHA; EVAL the
-// first time a server sees the script), run atomically by the server:
+// Claim, Complete, Release and Extend are each one Lua script (EVALSHA;
+// EVAL the first time a server sees the script), run atomically by the
+// server:
 //
 //   - Claim applies the contract's rule, dedupe.Record.FreeFor, to the
 //     stored hash: free when absent or expired (exp < now, in epoch
 //     seconds), or IN_PROGRESS with the caller's own token, or IN_PROGRESS
 //     with its lease run out (lease < now, in epoch ms) and the caller's
 //     fingerprint. Free, it writes the new record; not free, it returns the
-//     existing hash, so a duplicate costs one round trip too.
+//     existing hash, so a duplicate costs one round trip too. A claim of
+//     an absent or expired key starts a new life (ft = the caller's
+//     token); a takeover or the owner's own re-claim keeps the record's
+//     life (its ft, or its tok on a hash without ft).
 //   - Complete and Release act only while the hash carries the caller's
 //     token (Complete also only while the record has not expired; Release
 //     only while it is IN_PROGRESS). Release ends the lease (lease 0) and
 //     keeps the record, so the key stays bound to its request.
+//   - Extend (dedupe.LeaseExtender, for Config.Heartbeat) renews the
+//     lease, the expiry and the server TTL only while the hash carries the
+//     caller's token, is IN_PROGRESS, has not expired and its lease has
+//     not run out.
 //   - Get is one HGETALL.
 //
 // A fresh guarded request costs 2 round trips (claim, complete); a
@@ -64,6 +74,24 @@
 // stranded records. The margin guards against a server clock running
 // ahead of the writers'; expiry as the contract sees it is always
 // computed from the request's time.
+//
+// # Eviction and failover
+//
+// Every record carries a TTL, so any maxmemory-policy but noeviction (the
+// volatile-* policies as much as the allkeys-* ones) may drop a live
+// record, and a retry would run the work again. New reads the policy of
+// every node the client reaches (CONFIG GET, else INFO memory where
+// CONFIG is renamed or denied) and refuses any other with
+// ErrEvictionPolicy; a node whose policy it cannot read is refused unless
+// Options.NoEvictionVerified is set.
+//
+// Redis replicates asynchronously: a claim or completion acknowledged by a
+// master that fails before its replica has it is lost when the replica is
+// promoted, and the retry runs the work again. The store does not hide
+// that with WAIT, which narrows the window without closing it; where a
+// failover must not lose claims, use a store whose acknowledged writes
+// survive one (MemoryDB, DynamoDB, PostgreSQL with synchronous
+// replication). docs/stores.md has the details.
 //
 // # Result size
 //

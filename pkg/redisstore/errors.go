@@ -22,6 +22,11 @@ var (
 	// use.
 	ErrInvalidOptions = errors.New("redisstore: invalid options")
 
+	// ErrEvictionPolicy reports, from New, a server that may evict live
+	// records (a maxmemory-policy other than noeviction), or one whose
+	// policy New cannot read while Options.NoEvictionVerified is not set.
+	ErrEvictionPolicy = errors.New("redisstore: eviction policy can lose records")
+
 	// ErrMalformedRecord reports a stored hash the store cannot decode: a
 	// missing or non-numeric field, an unknown status, corrupt headers, or
 	// a script reply of an unexpected type.

@@ -129,7 +129,7 @@ func TestGuardSurvivesLostCompletion(t *testing.T) {
 	ctx := context.Background()
 	warmScripts(t, c)
 	s := newStore(t, faultClient{Client: c, inject: script("EvalSha", faultNone, faultLostReply)}, redisstore.Options{})
-	g := dedupe.New(s, &dedupe.Config{Now: func() time.Time { return base }})
+	g := dedupe.New(s, &dedupe.Config{Prefix: "fault-test", Now: func() time.Time { return base }})
 	runs := 0
 	fn := func(context.Context) (dedupe.Result, error) {
 		runs++

@@ -26,6 +26,9 @@ import (
 //	ro     "1": COMPLETED without its result (ResultOmitted)
 //	rid    request ID of the execution (absent when none)
 //	tc     trace context of the execution (absent when none)
+//	ft     first token: the token of the claim that started the record's
+//	       life (dedupe.Record.FirstToken); absent on hashes written
+//	       before it existed
 
 // pairs turns a flat HGETALL reply into a map.
 func pairs(flat []any) (map[string]string, error) {
@@ -53,6 +56,7 @@ func decode(key string, f map[string]string) (dedupe.Record, error) {
 		Status:         dedupe.Status(d.str("st")),
 		Fingerprint:    f["fp"],
 		Token:          d.str("tok"),
+		FirstToken:     f["ft"],
 		LeaseExpiresAt: time.UnixMilli(d.num("lease")).UTC(),
 		ExpiresAt:      time.Unix(d.num("exp"), 0).UTC(),
 		CreatedAt:      time.UnixMilli(d.num("cat")).UTC(),

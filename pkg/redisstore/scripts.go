@@ -11,30 +11,35 @@ import "github.com/redis/go-redis/v9"
 // claimScript implements Store.Claim: the key is free when absent,
 // expired (exp < now_s), or IN_PROGRESS with the caller's own token, or
 // IN_PROGRESS with its lease run out (lease < now_ms) and the caller's
-// fingerprint. Free: the record is replaced and the script returns 1.
-// Not free: it returns the hash as a flat array (HGETALL).
+// fingerprint. Free: the record is replaced and the script returns its
+// first token (field ft): the caller's token for a new life (absent or
+// expired), the existing record's life (ft, or tok on a hash written
+// before ft existed) for a takeover or the owner's own re-claim. Not
+// free: it returns the hash as a flat array (HGETALL).
 //
 //	KEYS[1]  key
 //	ARGV     now_s, now_ms, fingerprint, token, lease_ms, exp_s, ttl_at_ms,
 //	         request_id, trace (empty: none)
 var claimScript = redis.NewScript(`
-local cur = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lease', 'exp')
+local ft = ARGV[4]
+local cur = redis.call('HMGET', KEYS[1], 'st', 'fp', 'tok', 'lease', 'exp', 'ft')
 if cur[1] then
-  local free = tonumber(cur[5]) < tonumber(ARGV[1])
-  if not free and cur[1] == 'IN_PROGRESS' then
-    free = cur[3] == ARGV[4] or (tonumber(cur[4]) < tonumber(ARGV[2]) and cur[2] == ARGV[3])
-  end
-  if not free then
-    return redis.call('HGETALL', KEYS[1])
+  if tonumber(cur[5]) >= tonumber(ARGV[1]) then
+    local free = cur[1] == 'IN_PROGRESS' and
+      (cur[3] == ARGV[4] or (tonumber(cur[4]) < tonumber(ARGV[2]) and cur[2] == ARGV[3]))
+    if not free then
+      return redis.call('HGETALL', KEYS[1])
+    end
+    ft = cur[6] or cur[3]
   end
   redis.call('DEL', KEYS[1])
 end
 redis.call('HSET', KEYS[1], 'st', 'IN_PROGRESS', 'fp', ARGV[3], 'tok', ARGV[4],
-  'lease', ARGV[5], 'exp', ARGV[6], 'cat', ARGV[2], 'uat', ARGV[2])
+  'lease', ARGV[5], 'exp', ARGV[6], 'cat', ARGV[2], 'uat', ARGV[2], 'ft', ft)
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'rid', ARGV[8]) end
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'tc', ARGV[9]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[7])
-return 1
+return ft
 `)
 
 // completeScript implements Store.Complete: only when the record carries
@@ -75,4 +80,22 @@ if cur[1] == ARGV[1] and cur[2] == 'IN_PROGRESS' then
   return 1
 end
 return 0
+`)
+
+// extendScript implements Store.Extend: only when the record carries the
+// token, is IN_PROGRESS, has not expired (exp >= now_s) and its lease has
+// not run out (lease >= now_ms), it sets the new lease, expiry and server
+// TTL and returns 1; otherwise it changes nothing and returns 0.
+//
+//	KEYS[1]  key
+//	ARGV     token, now_s, now_ms, lease_ms, exp_s, ttl_at_ms
+var extendScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'tok', 'st', 'exp', 'lease')
+if cur[1] ~= ARGV[1] or cur[2] ~= 'IN_PROGRESS' or tonumber(cur[3]) < tonumber(ARGV[2])
+    or tonumber(cur[4]) < tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'lease', ARGV[4], 'exp', ARGV[5], 'uat', ARGV[3])
+redis.call('PEXPIREAT', KEYS[1], ARGV[6])
+return 1
 `)

@@ -68,6 +68,16 @@ type Options struct {
 	// acquired claim: the pointer lives on another Cluster slot than the
 	// record. False means no pointers, and FindRef finds nothing.
 	RefIndex bool
+
+	// NoEvictionVerified says that the operator has verified that every
+	// node (masters and replicas) runs with maxmemory-policy noeviction.
+	// New reads the policy itself wherever the server lets it (CONFIG
+	// GET, else INFO memory) and refuses any other policy whatever this
+	// says; the flag only lets New accept a node whose policy it cannot
+	// read (CONFIG and INFO renamed or denied, as on some managed
+	// services), or a Client that implements neither Inspector nor
+	// ForEachShard. False means such a node or client is refused.
+	NoEvictionVerified bool
 }
 
 // Store is a dedupe.Store backed by Redis or Valkey, one hash per record.
@@ -81,11 +91,28 @@ type Store struct {
 	refIndex  bool
 }
 
-var _ dedupe.Store = (*Store)(nil)
+var (
+	_ dedupe.Store         = (*Store)(nil)
+	_ dedupe.LeaseExtender = (*Store)(nil)
+)
 
 // New returns a Store that keeps records in Redis through c. It never
-// reads the environment or starts goroutines; build the client once, at
-// init (redis.ParseURL and redis.NewClient, or redis.NewClusterClient).
+// reads the environment or starts goroutines of its own; build the client
+// once, at init (redis.ParseURL and redis.NewClient, or
+// redis.NewClusterClient).
+//
+// New checks that the server cannot evict records, which would let a
+// retry run the work again: every record carries a TTL, so any
+// maxmemory-policy but noeviction (volatile-* and allkeys-* alike) may
+// drop a live one. It reads the policy of every node c reaches (every
+// master and replica of a *redis.ClusterClient, every shard of a
+// *redis.Ring) with CONFIG GET, or INFO where CONFIG is refused, within 5
+// seconds, and returns an error wrapping ErrEvictionPolicy for any other
+// policy, and for a node whose policy it cannot read unless
+// Options.NoEvictionVerified is set. A server it cannot reach yields an
+// error wrapping dedupe.ErrStoreUnavailable. A *redis.Client built by
+// redis.NewFailoverClient (Sentinel) reaches the master only: give its
+// replicas the same policy.
 //
 // The client's own retries (MaxRetries, 3 by default) resend a command
 // after a network error; every script is safe to resend, because a
@@ -93,6 +120,9 @@ var _ dedupe.Store = (*Store)(nil)
 func New(c Client, opts Options) (*Store, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if err := checkEviction(c, opts.NoEvictionVerified); err != nil {
+		return nil, err
 	}
 	s := &Store{c: c, prefix: opts.Prefix, maxResult: opts.MaxResultBytes, ttlMargin: opts.TTLMargin, refIndex: opts.RefIndex}
 	if s.maxResult == 0 {
@@ -116,7 +146,10 @@ func (s *Store) ttlAt(exp time.Time) int64 {
 // Claim implements dedupe.Store with one script (EVALSHA). The script
 // applies the contract's rule (dedupe.Record.FreeFor) to the stored hash
 // and either writes the new record or returns the existing one, so a
-// duplicate costs one round trip too.
+// duplicate costs one round trip too. The new record's FirstToken (field
+// ft) is the caller's token when the key was absent or expired, and the
+// replaced record's Life() when the claim took it over or re-claimed its
+// own; a hash written before ft existed reads with an empty FirstToken.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -142,7 +175,8 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
 	}
 	switch v := reply.(type) {
-	case int64:
+	case string:
+		rec.FirstToken = v
 		if s.refIndex {
 			s.pointRef(ctx, req.Key, rec.ExpiresAt)
 		}
@@ -215,6 +249,30 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 		return wrapErr("release", key, err)
 	case n == 0:
 		return fmt.Errorf("redisstore: release %s: %w", dedupe.KeyRef(key), dedupe.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Extend implements dedupe.LeaseExtender with one script (EVALSHA) fenced
+// like the contract says: it sets the lease, the expiry and the server TTL
+// only while the hash carries req.Token, is IN_PROGRESS, has not expired
+// and its lease has not run out at req.Now. Otherwise it returns an error
+// wrapping dedupe.ErrLeaseLost and changes nothing. The script touches
+// one key, so it runs on Redis Cluster too; resent after a lost reply, it
+// finds its own renewal and applies it again.
+func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
+	if err := dedupe.CheckStoreKey(req.Key); err != nil {
+		return fmt.Errorf("redisstore: extend: %w", err)
+	}
+	exp := time.Unix(req.ExpiresAt.Unix(), 0)
+	n, err := extendScript.Run(ctx, s.c, []string{s.prefix + req.Key},
+		req.Token, req.Now.Unix(), req.Now.UnixMilli(), req.LeaseUntil.UnixMilli(), exp.Unix(), s.ttlAt(exp),
+	).Int64()
+	switch {
+	case err != nil:
+		return wrapErr("extend", req.Key, err)
+	case n == 0:
+		return fmt.Errorf("redisstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	}
 	return nil
 }

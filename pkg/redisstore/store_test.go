@@ -32,7 +32,12 @@ func TestNew(t *testing.T) {
 	if _, err := redisstore.New(nil, redisstore.Options{}); !errors.Is(err, redisstore.ErrInvalidOptions) {
 		t.Errorf("New(nil): got %v, want ErrInvalidOptions", err)
 	}
-	if _, err := redisstore.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), redisstore.Options{}); err != nil {
+	// New reads the eviction policy: a server it cannot reach is
+	// unavailable, not accepted.
+	if _, err := redisstore.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), redisstore.Options{}); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+		t.Errorf("New on an unreachable server: got %v, want ErrStoreUnavailable", err)
+	}
+	if _, err := redisstore.New(newClient(t), redisstore.Options{}); err != nil {
 		t.Errorf("New with zero Options: %v", err)
 	}
 }
@@ -60,7 +65,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"st": "IN_PROGRESS", "fp": "fp", "tok": "tok",
+		"st": "IN_PROGRESS", "fp": "fp", "tok": "tok", "ft": "tok",
 		"lease": ms(now.Add(time.Minute)), "exp": strconv.FormatInt(now.Add(time.Hour).Unix(), 10),
 		"cat": ms(now), "uat": ms(now),
 	}

@@ -193,7 +193,7 @@ func bare(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2H
 // inProcess measures the adapter and guard over memstore.
 func inProcess() []InProcess {
 	mk := func(cache bool) handler {
-		cfg := &dedupe.Config{}
+		cfg := &dedupe.Config{Prefix: "bench"}
 		if cache {
 			cfg.Cache = dedupe.NewCache(0, 0)
 		}
@@ -275,7 +275,14 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	if err != nil {
 		return nil, 0, err
 	}
-	guarded := func(cfg *dedupe.Config) handler { return dedupe.HTTPAPI(dedupe.New(store, cfg), nil, bare) }
+	guarded := func(cfg *dedupe.Config) handler {
+		c := dedupe.Config{}
+		if cfg != nil {
+			c = *cfg
+		}
+		c.Prefix = "bench" // outside Lambda a prefix is required
+		return dedupe.HTTPAPI(dedupe.New(store, &c), nil, bare)
+	}
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	keyed := func(prefix string) func(int) events.APIGatewayV2HTTPRequest {
 		return func(i int) events.APIGatewayV2HTTPRequest { return request(prefix + run + "-" + strconv.Itoa(i)) }
@@ -333,7 +340,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	// A conflict: the key is held in flight by an owner that waits until
 	// the scenario is over.
 	hold := "held" + run
-	g := dedupe.New(store, nil)
+	g := dedupe.New(store, &dedupe.Config{Prefix: "bench"})
 	release, held, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -378,7 +385,7 @@ func waited(ctx context.Context, c *dynamodb.Client, table string) (Waited, erro
 		go func() {
 			defer wg.Done()
 			var ev dedupe.Event
-			g := dedupe.New(store, &dedupe.Config{Wait: 2 * time.Second, OnOutcome: func(_ context.Context, e dedupe.Event) { ev = e }})
+			g := dedupe.New(store, &dedupe.Config{Prefix: "bench", Wait: 2 * time.Second, OnOutcome: func(_ context.Context, e dedupe.Event) { ev = e }})
 			h := dedupe.HTTPAPI(g, nil, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				runs.Add(1)
 				time.Sleep(50 * time.Millisecond)
@@ -427,7 +434,7 @@ func motoReplay(ctx context.Context) string {
 	if err != nil {
 		return "moto: " + err.Error()
 	}
-	h := dedupe.HTTPAPI(dedupe.New(store, nil), nil, bare)
+	h := dedupe.HTTPAPI(dedupe.New(store, &dedupe.Config{Prefix: "bench"}), nil, bare)
 	before := calls.n.Load()
 	h(ctx, request("moto"))
 	fresh := calls.n.Load() - before

@@ -1,5 +1,6 @@
-// Command withservers runs a command with a PostgreSQL and a Redis server
-// in its environment, starting throwaway ones for it when needed.
+// Command withservers runs a command with PostgreSQL, PgBouncer, Redis and
+// a Redis Cluster in its environment, starting throwaway ones for it when
+// needed.
 //
 // Usage:
 //
@@ -9,7 +10,13 @@
 // cluster on a free loopback port (see package localtest/pgtest) and sets
 // DATABASE_URL to it. When REDIS_URL is empty, it starts redis-server
 // without persistence on a free loopback port (see package
-// localtest/redistest) and sets REDIS_URL. It runs CMD, and stops the
+// localtest/redistest) and sets REDIS_URL. When REDIS_CLUSTER_URL is
+// empty, it starts a Redis Cluster of three redis-server masters
+// (redistest.StartCluster) and sets REDIS_CLUSTER_URL to
+// redis://HOST:PORT?addr=HOST:PORT&addr=HOST:PORT, the form
+// redis.ParseClusterURL reads. When PGBOUNCER_URL is empty, it starts
+// PgBouncer in transaction mode in front of DATABASE_URL
+// (pgtest.StartPgBouncer) and sets PGBOUNCER_URL. It runs CMD, and stops the
 // servers it started when CMD exits or when withservers receives SIGINT
 // or SIGTERM (which it passes on to CMD). A variable that is already set
 // is left alone, so the same tests can run against servers of the user's

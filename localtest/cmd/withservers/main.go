@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/lambda-dedupe/dedupe/localtest/pgtest"
@@ -24,24 +26,52 @@ func main() {
 type server struct {
 	name  string // for messages
 	env   string // the variable that names it
-	start func(ctx context.Context, out io.Writer) (url string, stop func() error, err error)
+	needs string // the variable of the server it stands in front of, if any
+	// start starts it; env is the environment so far (the URLs of the
+	// servers it needs included).
+	start func(ctx context.Context, env []string, out io.Writer) (url string, stop func() error, err error)
 }
 
-// servers are the servers withservers provides, in start order.
+// started is the outcome of starting one server.
+type started struct {
+	url  string
+	stop func() error
+	err  error
+}
+
+// servers are the servers withservers provides, in report order.
 var servers = []server{
-	{"postgres", pgtest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+	{"postgres", pgtest.EnvURL, "", func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
 		s, err := pgtest.Start(ctx, pgtest.Options{Output: out})
 		if err != nil {
 			return "", nil, err
 		}
 		return s.URL(), s.Stop, nil
 	}},
-	{"redis-server", redistest.EnvURL, func(ctx context.Context, out io.Writer) (string, func() error, error) {
+	{"redis-server", redistest.EnvURL, "", func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
 		s, err := redistest.Start(ctx, redistest.Options{Output: out})
 		if err != nil {
 			return "", nil, err
 		}
 		return s.URL(), s.Stop, nil
+	}},
+	{"redis cluster", redistest.EnvClusterURL, "", func(ctx context.Context, _ []string, out io.Writer) (string, func() error, error) {
+		c, err := redistest.StartCluster(ctx, redistest.Options{Output: out}, 3)
+		if err != nil {
+			return "", nil, err
+		}
+		return c.URL(), c.Stop, nil
+	}},
+	{"pgbouncer", pgtest.EnvPgBouncerURL, pgtest.EnvURL, func(ctx context.Context, env []string, out io.Writer) (string, func() error, error) {
+		upstream := getenv(env, pgtest.EnvURL)
+		if upstream == "" {
+			return "", nil, fmt.Errorf("no PostgreSQL to stand in front of: %s is unset", pgtest.EnvURL)
+		}
+		b, err := pgtest.StartPgBouncer(ctx, upstream, pgtest.Options{Output: out})
+		if err != nil {
+			return "", nil, err
+		}
+		return b.URL(), b.Stop, nil
 	}},
 }
 
@@ -72,23 +102,48 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *verbose {
 		out = stderr
 	}
+	// Servers start in waves, each wave's at once: first those that need
+	// no other, then those whose variable they need is now set.
+	var pending []server
 	for _, srv := range servers {
-		if u := getenv(env, srv.env); u != "" {
+		if getenv(env, srv.env) != "" {
 			fmt.Fprintf(stderr, "withservers: using %s from the environment\n", srv.env)
 			continue
 		}
-		url, stop, err := startServer(srv, out)
-		if err != nil {
-			fmt.Fprintf(stderr, "withservers: %s not started, %s left unset: %v\n", srv.name, srv.env, err)
-			continue
-		}
-		defer func() {
-			if err := stop(); err != nil {
-				fmt.Fprintf(stderr, "withservers: stop %s: %v\n", srv.name, err)
+		pending = append(pending, srv)
+	}
+	for len(pending) > 0 {
+		var wave, later []server
+		for _, srv := range pending {
+			if srv.needs != "" && getenv(env, srv.needs) == "" && slices.ContainsFunc(pending, func(p server) bool { return p.env == srv.needs }) {
+				later = append(later, srv)
+			} else {
+				wave = append(wave, srv)
 			}
-		}()
-		env = setenv(env, srv.env, url)
-		fmt.Fprintf(stderr, "withservers: %s listening, %s=%s\n", srv.name, srv.env, url)
+		}
+		results := make([]started, len(wave))
+		var wg sync.WaitGroup
+		for i, srv := range wave {
+			wg.Go(func() {
+				results[i].url, results[i].stop, results[i].err = startServer(srv, env, out)
+			})
+		}
+		wg.Wait()
+		for i, srv := range wave {
+			r := results[i]
+			if r.err != nil {
+				fmt.Fprintf(stderr, "withservers: %s not started, %s left unset: %v\n", srv.name, srv.env, r.err)
+				continue
+			}
+			defer func() {
+				if err := r.stop(); err != nil {
+					fmt.Fprintf(stderr, "withservers: stop %s: %v\n", srv.name, err)
+				}
+			}()
+			env = setenv(env, srv.env, r.url)
+			fmt.Fprintf(stderr, "withservers: %s listening, %s=%s\n", srv.name, srv.env, r.url)
+		}
+		pending = later
 	}
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
@@ -111,10 +166,10 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // startServer starts srv, giving up early on SIGINT or SIGTERM.
-func startServer(srv server, out io.Writer) (string, func() error, error) {
+func startServer(srv server, env []string, out io.Writer) (string, func() error, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.start(ctx, out)
+	return srv.start(ctx, env, out)
 }
 
 // exitCode turns cmd.Wait's error into an exit code.

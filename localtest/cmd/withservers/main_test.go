@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // helperEnv makes the test binary act as the child command: it prints the
@@ -28,11 +29,13 @@ func TestMain(m *testing.M) {
 
 func helper(code string) {
 	seen := map[string]string{
-		"DATABASE_URL": os.Getenv("DATABASE_URL"),
-		"REDIS_URL":    os.Getenv("REDIS_URL"),
+		"DATABASE_URL":      os.Getenv("DATABASE_URL"),
+		"REDIS_URL":         os.Getenv("REDIS_URL"),
+		"REDIS_CLUSTER_URL": os.Getenv("REDIS_CLUSTER_URL"),
+		"PGBOUNCER_URL":     os.Getenv("PGBOUNCER_URL"),
 	}
 	if os.Getenv("WITHSERVERS_PING") != "" {
-		seen["postgres"], seen["redis"] = "down", "down"
+		seen["postgres"], seen["redis"], seen["cluster"], seen["pgbouncer"] = "down", "down", "down", "down"
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if c, err := pgconn.Connect(ctx, seen["DATABASE_URL"]); err == nil {
@@ -41,6 +44,17 @@ func helper(code string) {
 		}
 		if alive(seen["REDIS_URL"]) {
 			seen["redis"] = "up"
+		}
+		if c, err := redis.ParseClusterURL(seen["REDIS_CLUSTER_URL"]); err == nil {
+			cc := redis.NewClusterClient(c)
+			if info, err := cc.ClusterInfo(ctx).Result(); err == nil && strings.Contains(info, "cluster_state:ok") && len(c.Addrs) == 3 {
+				seen["cluster"] = "up"
+			}
+			cc.Close()
+		}
+		if c, err := pgconn.Connect(ctx, seen["PGBOUNCER_URL"]); err == nil {
+			seen["pgbouncer"] = "up"
+			c.Close(ctx)
 		}
 	}
 	json.NewEncoder(os.Stdout).Encode(seen)
@@ -75,7 +89,8 @@ func TestRun(t *testing.T) {
 	}
 	t.Run("preset variables start nothing", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		env := append(baseEnv(), helperEnv+"=3", "DATABASE_URL=postgres://db.example/x", "REDIS_URL=redis://cache.example:6379/0")
+		env := append(baseEnv(), helperEnv+"=3", "DATABASE_URL=postgres://db.example/x", "REDIS_URL=redis://cache.example:6379/0",
+			"REDIS_CLUSTER_URL=redis://cache.example:7000?addr=cache.example:7001", "PGBOUNCER_URL=postgres://bouncer.example/x")
 		if code := run([]string{"--", self}, env, nil, &stdout, &stderr); code != 3 {
 			t.Errorf("exit code: got %d, want 3 (stderr %s)", code, &stderr)
 		}
@@ -83,11 +98,12 @@ func TestRun(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &seen); err != nil {
 			t.Fatalf("child output %q: %v", &stdout, err)
 		}
-		if seen["DATABASE_URL"] != "postgres://db.example/x" || seen["REDIS_URL"] != "redis://cache.example:6379/0" {
+		if seen["DATABASE_URL"] != "postgres://db.example/x" || seen["REDIS_URL"] != "redis://cache.example:6379/0" ||
+			seen["REDIS_CLUSTER_URL"] != "redis://cache.example:7000?addr=cache.example:7001" || seen["PGBOUNCER_URL"] != "postgres://bouncer.example/x" {
 			t.Errorf("child saw %v, want the preset URLs", seen)
 		}
 	})
-	t.Run("unset variables start both servers", func(t *testing.T) {
+	t.Run("unset variables start every server", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		env := append(baseEnv(), helperEnv+"=0", "WITHSERVERS_PING=1")
 		if code := run([]string{"--", self}, env, nil, &stdout, &stderr); code != 0 {
@@ -103,14 +119,16 @@ func TestRun(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &seen); err != nil {
 			t.Fatalf("child output %q: %v", &stdout, err)
 		}
-		if seen["postgres"] != "up" || seen["redis"] != "up" {
-			t.Fatalf("child saw %v, want both servers up", seen)
+		if seen["postgres"] != "up" || seen["redis"] != "up" || seen["cluster"] != "up" || seen["pgbouncer"] != "up" {
+			t.Fatalf("child saw %v, want every server up", seen)
 		}
 		if !strings.Contains(seen["DATABASE_URL"], "@127.0.0.1:") || !strings.HasPrefix(seen["REDIS_URL"], "redis://127.0.0.1:") {
 			t.Errorf("child saw %v, want loopback URLs", seen)
 		}
-		if alive(seen["REDIS_URL"]) {
-			t.Errorf("redis at %s still answers after run returned", seen["REDIS_URL"])
+		for _, name := range []string{"REDIS_URL", "REDIS_CLUSTER_URL", "PGBOUNCER_URL"} {
+			if alive(seen[name]) {
+				t.Errorf("%s %s still answers after run returned", name, seen[name])
+			}
 		}
 	})
 	t.Run("no command", func(t *testing.T) {
@@ -121,7 +139,7 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("command not found", func(t *testing.T) {
 		var stderr bytes.Buffer
-		env := append(baseEnv(), "DATABASE_URL=x", "REDIS_URL=y")
+		env := append(baseEnv(), "DATABASE_URL=x", "REDIS_URL=y", "REDIS_CLUSTER_URL=z", "PGBOUNCER_URL=w")
 		if code := run([]string{"--", "withservers-no-such-command"}, env, nil, &bytes.Buffer{}, &stderr); code != 127 {
 			t.Errorf("got %d, want 127 (stderr %s)", code, &stderr)
 		}

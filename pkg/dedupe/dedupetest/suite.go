@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 		{"MiddlewareReplayExact", testMiddlewareReplayExact},
 		{"ExtendLease", testExtend},
 		{"Provenance", testProvenance},
+		{"FirstTokenKeptAcrossTakeover", testFirstToken},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -565,5 +566,44 @@ func testKeyLimits(t *testing.T, s dedupe.Store) {
 		if err := s.Release(ctx, k, "tok-a"); !errors.Is(err, dedupe.ErrKeyRejected) {
 			t.Errorf("Release(%s key) error = %v, want ErrKeyRejected", name, err)
 		}
+	}
+}
+
+// testFirstToken checks Record.FirstToken: a new life (absent or expired
+// key) starts with the claim's token; the owner's own re-claim and a
+// takeover of a stranded record keep it, and it is kept in the records
+// Get and a failed Claim return; the next life gets a new one.
+func testFirstToken(t *testing.T, s dedupe.Store) {
+	k := key(t)
+	rec := mustClaim(t, s, claimReq(k, "tok-a", base, time.Second), true)
+	if rec.FirstToken != "tok-a" {
+		t.Fatalf("FirstToken of a new life = %q, want tok-a", rec.FirstToken)
+	}
+	rec = mustClaim(t, s, claimReq(k, "tok-a", base.Add(10*time.Millisecond), time.Second), true)
+	if rec.FirstToken != "tok-a" {
+		t.Errorf("FirstToken after the owner's own re-claim = %q, want tok-a", rec.FirstToken)
+	}
+	rec = mustClaim(t, s, claimReq(k, "tok-b", base.Add(time.Minute), time.Second), true)
+	if rec.Token != "tok-b" || rec.FirstToken != "tok-a" {
+		t.Errorf("record after a takeover = token %q first %q, want tok-b, tok-a", rec.Token, rec.FirstToken)
+	}
+	held := mustClaim(t, s, claimReq(k, "tok-x", base.Add(time.Minute+10*time.Millisecond), time.Second), false)
+	if held.FirstToken != "tok-a" {
+		t.Errorf("FirstToken of the held record a failed Claim returns = %q, want tok-a", held.FirstToken)
+	}
+	if err := complete(s, k, "tok-b", base.Add(2*time.Minute), sampleResult()); err != nil {
+		t.Fatalf("Complete by the new owner: %v", err)
+	}
+	got, err := s.Get(context.Background(), k, base.Add(2*time.Minute))
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.FirstToken != "tok-a" || got.Life() != "tok-a" {
+		t.Errorf("completed record FirstToken = %q, Life %q, want tok-a", got.FirstToken, got.Life())
+	}
+	// After expiry the key starts a new life.
+	rec = mustClaim(t, s, claimReq(k, "tok-c", base.Add(5*time.Hour), time.Second), true)
+	if rec.FirstToken != "tok-c" {
+		t.Errorf("FirstToken of the next life = %q, want tok-c", rec.FirstToken)
 	}
 }

@@ -33,15 +33,3 @@ CREATE INDEX IF NOT EXISTS dedupe_records_expires_at_idx
 -- reading completed ones. Complete and Reap's retirement clear inflight.
 CREATE INDEX IF NOT EXISTS dedupe_records_inflight_idx
     ON dedupe_records (lease_expires_at) WHERE inflight;
-
--- Since 2026-12: the request ID and trace context of the execution a row
--- belongs to (the owner's while in flight, the completing one's once
--- COMPLETED). Rows written before hold NULL, read as empty.
-ALTER TABLE dedupe_records ADD COLUMN IF NOT EXISTS request_id text;
-ALTER TABLE dedupe_records ADD COLUMN IF NOT EXISTS trace text;
-
--- An operator finds a row from the key:<12 hex> a log line names (dedupe
--- show key:...) through this expression index, the KeyRef computed from
--- the key itself: no column to write, nothing to keep in step.
-CREATE INDEX IF NOT EXISTS dedupe_records_ref_idx
-    ON dedupe_records (('key:' || left(encode(sha256(key), 'hex'), 12)));

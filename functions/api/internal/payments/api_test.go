@@ -358,10 +358,11 @@ func testSlow(t *testing.T, e *env) {
 	e.clock.Advance(10 * time.Second)
 	conflict := e.send(req)
 	wantProblem(t, conflict, 409, dedupe.ProblemInProgress)
-	// A hint, not the whole lease: nothing is known yet of how long this
-	// route takes, so the client is told to look again in a second.
-	if ra := conflict.Headers["Retry-After"]; ra != "1" {
-		t.Errorf("Retry-After = %q, want 1 (a short hint, never the 290 s left on the lease)", ra)
+	// Nothing is known yet of how long this route takes: Retry-After is
+	// the lease's end (issue 17), never a 1 s guess that a held key
+	// would contradict for minutes.
+	if ra := conflict.Headers["Retry-After"]; ra != "290" {
+		t.Errorf("Retry-After = %q, want 290 (the lease's end)", ra)
 	}
 	close(e.release)
 	first := <-pending
