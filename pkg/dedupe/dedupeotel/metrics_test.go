@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -49,6 +51,21 @@ func TestMetricsMatchEMF(t *testing.T) {
 			key = "" // invalid_key
 		}
 		g.Run(ctx, key, fp, fn)
+	}
+	// HTTP requests on two routes: the route is the other attribute.
+	fs.claim, fs.complete = false, false
+	h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{SharedScope: true, RequireKey: func(string) bool { return true }},
+		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "{}"}, nil
+		})
+	for range 60 {
+		req := events.APIGatewayV2HTTPRequest{RouteKey: []string{"POST /payments", "POST /refunds"}[rng.IntN(2)], Body: "{}",
+			Headers: map[string]string{"idempotency-key": "h" + strconv.Itoa(rng.IntN(10))}}
+		if rng.IntN(6) == 0 {
+			req.Headers = nil // missing_key
+		}
+		req.RequestContext.HTTP.Method = "POST"
+		h(ctx, req)
 	}
 
 	// EMF: one line per event, the outcome as a metric named after it.
