@@ -318,3 +318,63 @@ func TestHTTPSpan(t *testing.T) {
 		t.Errorf("%d spans ended, want 7", n)
 	}
 }
+
+// TestPanicEndsSpan: a panicking function is released and re-panics; its
+// call span still ends, released and Error.
+func TestPanicEndsSpan(t *testing.T) {
+	r := newRig(t)
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "panic", Tracer: r.tel, Metrics: r.tel})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("no panic")
+			}
+		}()
+		g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) { panic("boom") })
+	}()
+	span, _ := r.last(t)
+	if got := attrs(span)[dedupeotel.AttrOutcome].AsString(); got != dedupe.OutcomeReleased || span.Status().Code != codes.Error {
+		t.Errorf("outcome %q status %v, want released, Error", got, span.Status())
+	}
+	if n := len(r.spans.Started()) - len(r.spans.Ended()); n != 0 {
+		t.Errorf("%d spans never ended", n)
+	}
+}
+
+// TestBatchSpanPerMessage: an SQS batch gets one call span per message,
+// each a child of the invocation's span; the redelivered message's span is
+// a replay linked to the first delivery's.
+func TestBatchSpanPerMessage(t *testing.T) {
+	r := newRig(t)
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "sqs", Tracer: r.tel})
+	ctx, invocation := r.tp.Tracer("lambda").Start(context.Background(), "invocation")
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: `{"n":1}`}, {MessageId: "m2", Body: `{"n":2}`}, {MessageId: "m1", Body: `{"n":1}`},
+	}}
+	for i := range ev.Records {
+		ev.Records[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
+	}
+	resp := dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+	invocation.End()
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp)
+	}
+	var calls []sdktrace.ReadOnlySpan
+	for _, s := range r.spans.Ended() {
+		if s.Name() == "dedupe" {
+			calls = append(calls, s)
+		}
+	}
+	if len(calls) != 3 {
+		t.Fatalf("%d call spans, want one per message", len(calls))
+	}
+	for _, s := range calls {
+		if s.Parent().SpanID() != invocation.SpanContext().SpanID() {
+			t.Errorf("call span's parent %v, want the invocation", s.Parent().SpanID())
+		}
+	}
+	if o := attrs(calls[2])[dedupeotel.AttrOutcome].AsString(); o != dedupe.OutcomeReplayed ||
+		len(calls[2].Links()) != 1 || calls[2].Links()[0].SpanContext.SpanID() != calls[0].SpanContext().SpanID() {
+		t.Errorf("redelivery: outcome %q links %v, want replayed, linked to %v", o, calls[2].Links(), calls[0].SpanContext().SpanID())
+	}
+}
