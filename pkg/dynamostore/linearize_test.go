@@ -29,6 +29,7 @@ import (
 func TestLinearizable(t *testing.T) {
 	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
 	linearize.Check(t, linearize.Config{
+		StrictFirstToken: true,
 		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
 			s, err := dynamostore.New(faultyClient(t, inject), dynamostore.Options{Table: table})
 			if err != nil {
@@ -82,11 +83,12 @@ func TestLinearizableContention(t *testing.T) {
 // and every time it is, several claims race for it.
 func contention(table string, endpoint func(*dynamodb.Options)) linearize.Config {
 	return linearize.Config{
-		Clients:      16,
-		Keys:         8,
-		Ops:          8,
-		FaultPercent: -1,
-		Mix:          [5]int{linearize.Claim: 90, linearize.Get: 10},
+		StrictFirstToken: true,
+		Clients:          16,
+		Keys:             8,
+		Ops:              8,
+		FaultPercent:     -1,
+		Mix:              [5]int{linearize.Claim: 90, linearize.Get: 10},
 		NewStore: func(t *testing.T, _ dedupetest.Injector) dedupe.Store {
 			c := dynamotest.Client(t, endpoint, func(o *dynamodb.Options) {
 				o.HTTPClient = awshttp.NewBuildableClient()

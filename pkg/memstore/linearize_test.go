@@ -76,6 +76,7 @@ func (f faulty) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 func TestLinearizable(t *testing.T) {
 	s := memstore.New()
 	linearize.Check(t, linearize.Config{
+		StrictFirstToken: true,
 		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
 			return faulty{s: s, inject: inject}
 		},
@@ -91,7 +92,8 @@ func TestLinearizeCatchesMutants(t *testing.T) {
 		t.Run(drop, func(t *testing.T) {
 			m := &mutant{drop: drop, records: map[string]dedupe.Record{}}
 			linearize.ExpectViolation(t, linearize.Config{
-				Histories: 20,
+				StrictFirstToken: true,
+				Histories:        20,
 				NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
 					return faulty{s: m, inject: inject}
 				},

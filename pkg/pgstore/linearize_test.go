@@ -46,7 +46,7 @@ func linearizeStores(url string, opts pgstore.Options) func(t *testing.T, inject
 // connections pgx dials; the store's own attempts resend.
 func TestLinearizable(t *testing.T) {
 	table := newTable(t, newPool(t))
-	linearize.Check(t, linearize.Config{NewStore: linearizeStores(pgtest.URL(t), pgstore.Options{Table: table})})
+	linearize.Check(t, linearize.Config{StrictFirstToken: true, NewStore: linearizeStores(pgtest.URL(t), pgstore.Options{Table: table})})
 }
 
 // TestLinearizablePgBouncer does the same through PgBouncer in
@@ -64,7 +64,7 @@ func TestLinearizablePgBouncer(t *testing.T) {
 		{"simple protocol", pgx.QueryExecModeSimpleProtocol},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			linearize.Check(t, linearize.Config{NewStore: linearizeStores(url, pgstore.Options{Table: table, ExecMode: tt.mode})})
+			linearize.Check(t, linearize.Config{StrictFirstToken: true, NewStore: linearizeStores(url, pgstore.Options{Table: table, ExecMode: tt.mode})})
 		})
 	}
 }

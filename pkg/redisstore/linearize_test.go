@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -18,8 +19,19 @@ import (
 // faultDialer returns a dialer whose connections ask inject before each
 // command (faultConn): lost replies, resets and timeouts below go-redis's
 // own retries.
-func faultDialer(inject dedupetest.Injector) func(ctx context.Context, network, addr string) (net.Conn, error) {
+//
+// The faults start once armed is set: New reads the server's eviction
+// policy through the same client, and a fault there would fail the
+// history before it starts.
+func faultDialer(inject dedupetest.Injector, armed *atomic.Bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
+	inject0 := inject
+	inject = func(op string) dedupetest.Fault {
+		if !armed.Load() {
+			return dedupetest.FaultNone
+		}
+		return inject0(op)
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
@@ -36,15 +48,19 @@ func TestLinearizable(t *testing.T) {
 	url := redistest.URL(t)
 	prefix := "lin:" + rand.Text() + ":"
 	linearize.Check(t, linearize.Config{
+		StrictFirstToken: true,
 		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
 			opts, err := redis.ParseURL(url)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts.Dialer = faultDialer(inject)
+			var armed atomic.Bool
+			opts.Dialer = faultDialer(inject, &armed)
 			c := redis.NewClient(opts)
 			t.Cleanup(func() { c.Close() })
-			return newStore(t, c, redisstore.Options{Prefix: prefix})
+			s := newStore(t, c, redisstore.Options{Prefix: prefix})
+			armed.Store(true)
+			return s
 		},
 	})
 }
@@ -56,16 +72,20 @@ func TestLinearizableCluster(t *testing.T) {
 	url := redistest.ClusterURL(t)
 	prefix := "lin:" + rand.Text() + ":"
 	linearize.Check(t, linearize.Config{
-		Keys: 3,
+		StrictFirstToken: true,
+		Keys:             3,
 		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
 			opts, err := redis.ParseClusterURL(url)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts.Dialer = faultDialer(inject)
+			var armed atomic.Bool
+			opts.Dialer = faultDialer(inject, &armed)
 			c := redis.NewClusterClient(opts)
 			t.Cleanup(func() { c.Close() })
-			return newStore(t, c, redisstore.Options{Prefix: prefix})
+			s := newStore(t, c, redisstore.Options{Prefix: prefix})
+			armed.Store(true)
+			return s
 		},
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lambda-dedupe/dedupe/localtest/redistest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+	"github.com/lambda-dedupe/dedupe/pkg/memstore"
 	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
 	"github.com/lambda-dedupe/dedupe/pkg/redisstore"
 )
@@ -346,10 +347,8 @@ func TestKeyMatchesGuard(t *testing.T) {
 		}
 		var got struct{ StoredKey string }
 		decodeJSON(t, out, &got)
-		want := dedupe.New(nil, &dedupe.Config{Prefix: p}).Key(dedupe.ScopeKey("rest:abc/prod", "POST /a|b", "iam:arn", ck))
-		if p == "" {
-			want = dedupe.StoreKey("", dedupe.ScopeKey("rest:abc/prod", "POST /a|b", "iam:arn", ck))
-		}
+		cfg := &dedupe.Config{Prefix: p, Unprefixed: p == ""}
+		want := dedupe.New(memstore.New(), cfg).Key(dedupe.ScopeKey("rest:abc/prod", "POST /a|b", "iam:arn", ck))
 		if got.StoredKey != want {
 			t.Fatalf("stored key = %q, want %q", got.StoredKey, want)
 		}
