@@ -113,6 +113,9 @@ func TestTemplateGlobalsAndFunctions(t *testing.T) {
 			"PAYMENTS_TABLE":    "PaymentsTable",
 			"LOG_LEVEL":         "INFO",
 			"RETENTION":         "24h",
+			// pkg/dynamostore LargeResults.
+			"LARGE_RESPONSE_BUCKET":          "LargeResponseBucket",
+			"LARGE_RESPONSE_EXPIRATION_DAYS": "2",
 		}},
 		{"reaper env", reaper.Env, map[string]string{
 			"IDEMPOTENCY_TABLE": "IdempotencyTable",
@@ -165,6 +168,9 @@ func payloadFormats(rs []infra.Route) []string {
 
 // permissions flattens a function's statements into resource → sorted
 // actions, failing on anything but plain Allow statements.
+// largeResponses is the resource of the API's LargeResponses statement.
+const largeResponses = "${LargeResponseBucket.Arn}/dedupe/*"
+
 func permissions(t *testing.T, f infra.Function) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -181,7 +187,9 @@ func permissions(t *testing.T, f infra.Function) map[string][]string {
 			}
 		}
 		for _, r := range s.Resources {
-			if strings.Contains(r, "*") {
+			// The one wildcard: S3 objects under the store's prefix in the
+			// large-response bucket.
+			if strings.Contains(r, "*") && (s.Sid != "LargeResponses" || r != largeResponses) {
 				t.Errorf("%s statement %q: wildcard resource %q", f.LogicalID, s.Sid, r)
 			}
 			for _, a := range s.Actions {
@@ -205,24 +213,26 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		existingArn = "arn:aws:dynamodb:us-east-1:123456789012:table/" + existingTable
 	)
 	apiPayments := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"}
-	apiRecords := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	apiRecords := []string{"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	apiObjects := []string{"s3:GetObject", "s3:PutObject"}
+	reaperRecords := []string{"dynamodb:DescribeTable", "dynamodb:UpdateItem"}
 	tests := []struct {
 		name     string
 		params   map[string]string
 		function string
 		want     map[string][]string
 	}{
-		{"api", nil, "ApiFunction", map[string][]string{table: apiRecords, payments: apiPayments}},
+		{"api", nil, "ApiFunction", map[string][]string{table: apiRecords, payments: apiPayments, largeResponses: apiObjects}},
 		{"reaper", nil, "ReaperFunction", map[string][]string{
 			index: {"dynamodb:Query"},
-			table: {"dynamodb:UpdateItem"},
+			table: reaperRecords,
 		}},
 		{"api on an existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, "ApiFunction",
-			map[string][]string{existingArn: apiRecords, payments: apiPayments}},
+			map[string][]string{existingArn: apiRecords, payments: apiPayments, largeResponses: apiObjects}},
 		{"reaper on an existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, "ReaperFunction",
 			map[string][]string{
 				existingArn + "/index/inflight": {"dynamodb:Query"},
-				existingArn:                     {"dynamodb:UpdateItem"},
+				existingArn:                     reaperRecords,
 			}},
 	}
 	for _, tt := range tests {

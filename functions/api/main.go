@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/lambda-dedupe/dedupe/functions/api/internal/payments"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
@@ -25,7 +26,7 @@ func main() {
 		log.Fatalf("api: load AWS config: %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	store, err := newStore(context.Background(), s, db)
+	store, err := newStore(context.Background(), s, db, s3.NewFromConfig(cfg))
 	if err != nil {
 		log.Fatalf("api: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
@@ -35,19 +36,28 @@ type settings struct {
 	Retention time.Duration
 	// Level is LOG_LEVEL: DEBUG, INFO, WARN or ERROR (default INFO).
 	Level slog.Level
+	// LargeResponseBucket is LARGE_RESPONSE_BUCKET: the S3 bucket for
+	// responses too large for a DynamoDB item (dynamodb only). Empty
+	// means such responses are omitted (409 on retries).
+	LargeResponseBucket string
+	// LargeResponseDays is LARGE_RESPONSE_EXPIRATION_DAYS, the bucket's
+	// lifecycle expiry, required with LargeResponseBucket: it must
+	// outlive Retention, or the function refuses to start.
+	LargeResponseDays int
 }
 
 // loadSettings reads the settings through getenv (os.Getenv in main). It
 // reports every invalid variable at once.
 func loadSettings(getenv func(string) string) (settings, error) {
 	s := settings{
-		Store:            getenv("DEDUPE_STORE"),
-		IdempotencyTable: getenv("IDEMPOTENCY_TABLE"),
-		RedisURL:         getenv("REDIS_URL"),
-		DatabaseURL:      getenv("DATABASE_URL"),
-		PaymentsTable:    getenv("PAYMENTS_TABLE"),
-		Retention:        dedupe.DefaultRetention,
-		Level:            slog.LevelInfo,
+		Store:               getenv("DEDUPE_STORE"),
+		IdempotencyTable:    getenv("IDEMPOTENCY_TABLE"),
+		RedisURL:            getenv("REDIS_URL"),
+		DatabaseURL:         getenv("DATABASE_URL"),
+		PaymentsTable:       getenv("PAYMENTS_TABLE"),
+		LargeResponseBucket: getenv("LARGE_RESPONSE_BUCKET"),
+		Retention:           dedupe.DefaultRetention,
+		Level:               slog.LevelInfo,
 	}
 	var errs []error
 	switch s.Store {
@@ -84,8 +94,33 @@ func loadSettings(getenv func(string) string) (settings, error) {
 			errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want DEBUG, INFO, WARN or ERROR", v))
 		}
 	}
+	errs = append(errs, s.checkLargeResponses(getenv("LARGE_RESPONSE_EXPIRATION_DAYS")))
 	if err := errors.Join(errs...); err != nil {
 		return settings{}, fmt.Errorf("invalid environment: %w", err)
 	}
 	return s, nil
+}
+
+// checkLargeResponses reads LARGE_RESPONSE_EXPIRATION_DAYS (days) into s
+// and refuses a large-response bucket whose objects could expire before
+// the records that reference them: S3 expires objects at a midnight UTC
+// at least that many days after their upload, so the days must be at
+// least ceil(Retention/24h)+1.
+func (s *settings) checkLargeResponses(days string) error {
+	if s.LargeResponseBucket == "" {
+		return nil
+	}
+	if s.Store != storeDynamoDB {
+		return fmt.Errorf("LARGE_RESPONSE_BUCKET is set, but DEDUPE_STORE=%s stores no large responses: unset it", s.Store)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 1 {
+		return fmt.Errorf("LARGE_RESPONSE_EXPIRATION_DAYS=%q: want the bucket's lifecycle expiry in days, with LARGE_RESPONSE_BUCKET", days)
+	}
+	s.LargeResponseDays = n
+	need := int((s.Retention+24*time.Hour-1)/(24*time.Hour)) + 1
+	if n < need {
+		return fmt.Errorf("LARGE_RESPONSE_EXPIRATION_DAYS=%d: objects would expire before their records (RETENTION=%v); want at least %d", n, s.Retention, need)
+	}
+	return nil
 }

@@ -19,7 +19,9 @@ import (
 // own. For postgres it creates the table if it is missing (one
 // idempotent statement); production deployments would apply
 // pgstore.Migration with their migrations instead.
-func newStore(ctx context.Context, s settings, db *dynamodb.Client) (dedupe.Store, error) {
+//
+// objects is the S3 client for s.LargeResponseBucket; nil when it is empty.
+func newStore(ctx context.Context, s settings, db *dynamodb.Client, objects dynamostore.S3Client) (dedupe.Store, error) {
 	switch s.Store {
 	case storeRedis:
 		opts, err := redis.ParseURL(s.RedisURL)
@@ -38,6 +40,10 @@ func newStore(ctx context.Context, s settings, db *dynamodb.Client) (dedupe.Stor
 		}
 		return pgstore.New(pool, pgstore.Options{})
 	default:
-		return dynamostore.New(db, dynamostore.Options{Table: s.IdempotencyTable})
+		opts := dynamostore.Options{Table: s.IdempotencyTable}
+		if s.LargeResponseBucket != "" {
+			opts.LargeResults = dynamostore.LargeResults{Client: objects, Bucket: s.LargeResponseBucket}
+		}
+		return dynamostore.New(db, opts)
 	}
 }

@@ -26,7 +26,7 @@ func TestNewStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := newStore(ctx, tt.s(t), dynamodb.New(dynamodb.Options{Region: "us-east-1"}))
+			store, err := newStore(ctx, tt.s(t), dynamodb.New(dynamodb.Options{Region: "us-east-1"}), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,9 +47,15 @@ func TestNewStore(t *testing.T) {
 			}
 		})
 	}
+	t.Run("bucket without an S3 client", func(t *testing.T) {
+		s := settings{Store: storeDynamoDB, IdempotencyTable: "t", LargeResponseBucket: "b"}
+		if _, err := newStore(context.Background(), s, dynamodb.New(dynamodb.Options{Region: "us-east-1"}), nil); err == nil {
+			t.Error("newStore: got nil, want the half-configured LargeResults refused")
+		}
+	})
 	t.Run("bad URLs", func(t *testing.T) {
 		for _, s := range []settings{{Store: storeRedis, RedisURL: "http://nope"}, {Store: storePostgres, DatabaseURL: "::not a url"}} {
-			if _, err := newStore(context.Background(), s, nil); err == nil {
+			if _, err := newStore(context.Background(), s, nil, nil); err == nil {
 				t.Errorf("newStore(%+v): got nil, want an error", s)
 			}
 		}

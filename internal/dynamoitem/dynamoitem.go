@@ -32,9 +32,9 @@ const (
 	EncodingGzip = "gzip"
 )
 
-// maxNumberSize is the most a number attribute value can take in
+// MaxNumberSize is the most a number attribute value can take in
 // DynamoDB's size accounting (38 significant digits).
-const maxNumberSize = 21
+const MaxNumberSize = 21
 
 // Names are the attribute names that count toward an item's size.
 type Names struct {
@@ -108,7 +108,7 @@ func CompletedSize(n Names, c Completed) int {
 		size += len(n.SortKey) + len(n.SortValue)
 	}
 	for _, name := range []string{n.LeaseExpiresAt, n.ExpiresAt, n.CreatedAt, n.UpdatedAt, n.ResStatus} {
-		size += len(name) + maxNumberSize
+		size += len(name) + MaxNumberSize
 	}
 	for _, a := range [][2]string{{n.RequestID, c.RequestID}, {n.Trace, c.Trace}, {n.Ref, c.Ref}} {
 		if a[1] != "" {

@@ -22,6 +22,10 @@
 //     DynamoDB never allows (dynalite, single-threaded, does not either).
 //     [Start] therefore puts a loopback proxy in front of moto_server that
 //     passes one request at a time, unless [Options.Concurrent] is set.
+//     S3 requests pass through it unchanged (path-style addressing, as an
+//     s3.Client with UsePathStyle sends them; streamed and checksummed
+//     PutObject bodies included): pkg/dynamostore's LargeResults tests run
+//     on the same endpoint.
 //
 // moto is a Python program. [Start] reports [ErrNotInstalled] when
 // moto_server is not on PATH.

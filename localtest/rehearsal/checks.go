@@ -231,10 +231,15 @@ func policyStatements(doc string) (stmts []statement, repr bool, err error) {
 	return p.Statement, repr, nil
 }
 
-// tableARNs returns the ARN of each table of the stack, by logical id.
+// tableARNs returns the ARN of each table and bucket of the stack, by
+// logical id.
 func (r *rehearsal) tableARNs(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for id, typ := range r.types {
+		if typ == "AWS::S3::Bucket" {
+			out[id] = "arn:aws:s3:::" + r.physical[id] // a bucket's ARN is its name
+			continue
+		}
 		if typ != "AWS::DynamoDB::Table" {
 			continue
 		}

@@ -81,6 +81,10 @@ type Attributes struct {
 	// life (S, dedupe.Record.FirstToken); absent on records written before
 	// it existed. Default "first_token".
 	FirstToken string
+	// ResObject holds, instead of ResBody, where a result body too large
+	// for the item is stored in S3 (Options.LargeResults): a map (M) of
+	// bucket (S), key (S), size (N) and sha256 (B). Default "res_object".
+	ResObject string
 	// InflightShard holds hash(key) mod Shards (N) while the record is
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
@@ -117,6 +121,7 @@ func DefaultAttributes() Attributes {
 		ResEncoding:    "res_encoding",
 		ResOmitted:     "res_omitted",
 		FirstToken:     "first_token",
+		ResObject:      "res_object",
 		InflightShard:  "inflight_shard",
 		Ref:            "ref",
 		RequestID:      "request_id",
@@ -145,6 +150,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResEncoding, d.ResEncoding},
 		{&a.ResOmitted, d.ResOmitted},
 		{&a.FirstToken, d.FirstToken},
+		{&a.ResObject, d.ResObject},
 		{&a.InflightShard, d.InflightShard},
 		{&a.Ref, d.Ref},
 		{&a.RequestID, d.RequestID},

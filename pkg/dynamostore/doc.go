@@ -33,6 +33,9 @@
 //	res_body          B     result body (absent when empty)
 //	res_encoding      S     "gzip" or "identity"
 //	res_omitted       BOOL  COMPLETED without result: it was too large
+//	res_object        M     instead of res_body, where a body too large for
+//	                        the item is stored in S3 (LargeResults): bucket,
+//	                        key, size, sha256
 //	inflight_shard    N     fnv32a(key) mod Shards, only while IN_PROGRESS
 //	                        and not yet retired by Reap
 //
@@ -54,6 +57,8 @@
 // record); Get one strongly consistent GetItem;
 // Reap one Query per index page and one conditional UpdateItem per
 // stranded record.
+// New calls DescribeTable once, unless Options.GlobalTables is
+// GlobalTablesUnchecked (see Global tables below).
 // A fresh guarded request costs 2 calls (claim, complete). A duplicate
 // costs 1 on DynamoDB, which returns the existing item with the failed
 // condition (ReturnValuesOnConditionCheckFailure ALL_OLD). Servers that
@@ -86,6 +91,30 @@
 // record as COMPLETED with res_omitted true and no result, and returns an
 // error wrapping dedupe.ErrResultTooLarge. The work is never run again for
 // that key: a duplicate gets dedupe.ErrResultOmitted from the guard.
+// With Options.LargeResults, such a body is stored as an S3 object
+// instead, under a name unique to the owner token and written before the
+// fenced completion, and replayed byte for byte after its size and SHA-256
+// are checked (see LargeResults).
+//
+// # Global tables
+//
+// A claim is a conditional write, atomic in one Region. On a global table
+// in multi-Region eventual consistency, the same key claimed in two
+// Regions at once runs twice. New therefore describes the table and
+// refuses one with replicas that is not in multi-Region strong consistency
+// (Options.GlobalTables: refuse by default, warn, or skip the check). On
+// an MRSC table, ReplicatedWriteConflictException is retried
+// (ConflictAttempts) and then wraps dedupe.ErrStoreUnavailable.
+//
+// # Cost and Lean
+//
+// By AWS's capacity rules a fresh request with a small response costs 5
+// write units: the claim and the completion, the in-flight index's entry
+// written on the claim and removed on the completion, and the ref index's
+// entry written on the claim; a replay or a conflict costs 1 (ItemSize,
+// WriteUnits, ReadUnits; docs/cost.md). Options.Lean writes no in-flight
+// index entry (3 units per fresh request), for deployments that run no
+// reaper.
 //
 // # Errors
 //

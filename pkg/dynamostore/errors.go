@@ -34,6 +34,13 @@ var (
 	// not divide it; one that divides it (4 against 8) agrees on the
 	// shards it reads and cannot tell.
 	ErrShardMismatch = errors.New("dynamostore: shard count differs from the writers'")
+
+	// ErrObjectInvalid reports a result stored in S3 (LargeResults) that
+	// cannot be replayed: the object is missing, its size or SHA-256
+	// differ from its record's, or the store has no LargeResults for the
+	// bucket the record names. The record is never answered with another
+	// body.
+	ErrObjectInvalid = errors.New("dynamostore: stored result object is missing or does not match its record")
 )
 
 // unavailableCodes are the DynamoDB error codes that mean "try again
@@ -48,6 +55,9 @@ var unavailableCodes = map[string]bool{
 	"ServiceUnavailableException":            true,
 	"RequestTimeout":                         true,
 	"RequestTimeoutException":                true,
+	// Only MRSC global tables return it; the store has already retried
+	// it (ConflictAttempts).
+	"ReplicatedWriteConflictException": true,
 }
 
 // wrapErr wraps an SDK error from operation op on key with context, and

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ type encodedResult struct {
 	body     []byte // possibly gzip-compressed, empty when there is no body
 	encoding string // EncodingGzip or EncodingIdentity
 	omitted  bool
+	object   *objectRef // the body's S3 object (LargeResults); body is then empty
 }
 
 // encodeResult prepares r for storage: headers in the binary form of
@@ -142,7 +144,7 @@ func decodeHeaders(b []byte) (map[string][]string, error) {
 // Complete does not see, is left to the margin in DefaultMaxItemBytes.
 func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int {
 	a := s.attr
-	return dynamoitem.CompletedSize(dynamoitem.Names{
+	size := dynamoitem.CompletedSize(dynamoitem.Names{
 		PartitionKey: a.PartitionKey, Status: a.Status, Owner: a.Owner, FirstToken: a.FirstToken,
 		LeaseExpiresAt: a.LeaseExpiresAt, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 		ResStatus: a.ResStatus, ResHeaders: a.ResHeaders, ResBody: a.ResBody, ResEncoding: a.ResEncoding, ResOmitted: a.ResOmitted,
@@ -152,10 +154,30 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 		Key: req.Key, Token: req.Token, RequestID: req.RequestID, Trace: req.Trace, Ref: dedupe.KeyRef(req.Key),
 		Headers: res.headers, Body: res.body, Encoding: res.encoding,
 	})
+	if res.object != nil {
+		size += res.object.attrSize(a.ResObject) + len(a.ResEncoding) + len(res.encoding)
+	}
+	return size
 }
 
-// decode turns a stored item into a Record.
+// decode turns a stored item into a Record. A completed record whose body
+// is an S3 object (LargeResults) needs the object: decode refuses it, and
+// load reads it.
 func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, error) {
+	return s.decodeItem(item, nil)
+}
+
+// load turns a stored item into a Record, reading and verifying the S3
+// object that holds its body, if any (LargeResults). op and key name the
+// calling operation in errors.
+func (s *Store) load(ctx context.Context, op, key string, item map[string]types.AttributeValue) (dedupe.Record, error) {
+	return s.decodeItem(item, func(ref objectRef) ([]byte, error) { return s.fetch(ctx, op, key, ref) })
+}
+
+// decodeItem turns a stored item into a Record; fetch reads a body stored
+// as an S3 object, and nil refuses one. fetch's errors are returned as
+// they are, so that a transient S3 failure stays transient.
+func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(objectRef) ([]byte, error)) (dedupe.Record, error) {
 	a := s.attr
 	d := decoder{item: item}
 	rec := dedupe.Record{
@@ -178,6 +200,19 @@ func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, err
 			r := dedupe.Result{StatusCode: int(d.num(a.ResStatus))}
 			r.Headers = d.headers(a.ResHeaders)
 			body := d.bin(a.ResBody)
+			if v, ok := item[a.ResObject]; ok && d.err == nil {
+				ref, err := decodeObjectRef(v)
+				switch {
+				case err != nil:
+					d.fail(a.ResObject, err)
+				case fetch == nil:
+					d.fail(a.ResObject, errors.New("the body is an S3 object, read without it"))
+				default:
+					if body, err = fetch(ref); err != nil {
+						return dedupe.Record{}, err
+					}
+				}
+			}
 			switch enc := d.str(a.ResEncoding, false); enc {
 			case EncodingGzip:
 				if d.err == nil {

@@ -158,6 +158,9 @@ type ReapReport struct {
 // with an error joining the failures it counted in Errors (wrapping
 // dedupe.ErrStoreUnavailable when transient).
 func (s *Store) Reap(ctx context.Context, opts ReapOptions) (ReapReport, error) {
+	if s.lean {
+		return ReapReport{}, fmt.Errorf("%w: Reap on a Lean store, which writes no in-flight index: build the reaper's store without Lean", ErrInvalidOptions)
+	}
 	o := opts.withDefaults()
 	now := o.Now()
 	r := reaper{s: s, o: o, now: now, cutoff: now.Add(-o.Grace).UnixMilli()}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ type Client interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -68,6 +70,33 @@ type Options struct {
 	// error wrapping dedupe.ErrResultTooLarge. Zero means
 	// DefaultMaxItemBytes.
 	MaxItemBytes int
+
+	// LargeResults, when set, stores results that do not fit in an item
+	// (after compression) as S3 objects, so they replay byte for byte
+	// instead of being omitted. The zero value stores none. See
+	// LargeResults.
+	LargeResults LargeResults
+
+	// GlobalTables says what New does when the table is a global table:
+	// the zero value calls DescribeTable once and refuses replicas in
+	// multi-Region eventual consistency. See GlobalTables.
+	GlobalTables GlobalTables
+
+	// Lean makes the store write no in-flight index entry: a claim sets
+	// no Attributes.InflightShard, so the sparse index is never written
+	// (a fresh request costs 3 write units instead of 5; see docs/cost.md)
+	// and Reap is refused, having nothing to find. Stranded records stay
+	// correct: a retry of the same request takes them over after the
+	// lease, and every record expires at expires_at. What is lost is the
+	// reaper's report of them (the stranded-records alarm). Every writer
+	// of a table should agree; a reaper then finds only the records of
+	// writers that are not Lean. Lean with Shards or Index set is refused.
+	Lean bool
+
+	// Logger receives the store's warnings (GlobalTablesWarnEventual).
+	// Nil means text lines on standard error, which Lambda sends to
+	// CloudWatch Logs.
+	Logger *slog.Logger
 }
 
 // Store is a dedupe.Store backed by one DynamoDB table. Create it with New;
@@ -82,6 +111,8 @@ type Store struct {
 	shards        int
 	compressAbove int
 	maxItemBytes  int
+	large         LargeResults
+	lean          bool
 }
 
 var (
@@ -92,7 +123,9 @@ var (
 // New returns a Store that keeps records in opts.Table through client. It
 // never loads AWS configuration, reads the environment or starts
 // goroutines; build the client with config.LoadDefaultConfig and
-// dynamodb.NewFromConfig once, at init.
+// dynamodb.NewFromConfig once, at init. Unless Options.GlobalTables is
+// GlobalTablesUnchecked, it calls DescribeTable once (bounded by
+// CheckTimeout) to refuse a global table in eventual consistency.
 //
 // The client's retryer (the SDK's standard retryer by default) retries
 // throttling and transient failures before the store sees them; the store
@@ -110,8 +143,17 @@ func New(client Client, opts Options) (*Store, error) {
 	case opts.MaxItemBytes < 0:
 		return nil, fmt.Errorf("%w: MaxItemBytes %d is negative", ErrInvalidOptions, opts.MaxItemBytes)
 	}
+	if opts.Lean && (opts.Shards != 0 || opts.Index != "") {
+		return nil, fmt.Errorf("%w: Lean writes no in-flight index, so Shards and Index mean nothing: unset them, or Lean", ErrInvalidOptions)
+	}
+	if err := opts.LargeResults.check(); err != nil {
+		return nil, err
+	}
+	if err := checkGlobal(client, opts.Table, opts.GlobalTables, opts.Logger); err != nil {
+		return nil, err
+	}
 	s := &Store{
-		client:        client,
+		client:        conflictRetrier{client},
 		table:         opts.Table,
 		sortKey:       opts.SortKey,
 		attr:          opts.Attributes.withDefaults(),
@@ -119,6 +161,8 @@ func New(client Client, opts Options) (*Store, error) {
 		shards:        opts.Shards,
 		compressAbove: opts.CompressAbove,
 		maxItemBytes:  opts.MaxItemBytes,
+		large:         opts.LargeResults,
+		lean:          opts.Lean,
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
@@ -210,7 +254,9 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
 	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
 	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
-	item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	if !s.lean {
+		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	}
 	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
 	rec.RequestID, rec.Trace = req.RequestID, req.Trace
 
@@ -292,7 +338,7 @@ func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) 
 		return nil, false, wrapErr("claim", key, err)
 	}
 	if len(ccf.Item) > 0 {
-		rec, err := s.decode(ccf.Item)
+		rec, err := s.load(ctx, "claim", key, ccf.Item)
 		if err != nil {
 			return nil, false, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(key), err)
 		}
@@ -329,10 +375,16 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	res := s.encodeResult(req.Result)
 	size := s.completedSize(req, res)
 	if size > s.maxItemBytes {
+		if s.large.enabled() {
+			return s.completeLarge(ctx, req, res)
+		}
 		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
 	}
 	err := s.update(ctx, req, res)
 	if isItemTooLarge(err) {
+		if s.large.enabled() {
+			return s.completeLarge(ctx, req, res)
+		}
 		return s.completeOmitted(ctx, req, "DynamoDB refused the item as too large")
 	}
 	return err
@@ -380,12 +432,20 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	if len(res.body) > 0 {
+	names["#robj"] = a.ResObject
+	switch {
+	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
 		values[":rb"] = &types.AttributeValueMemberB{Value: res.body}
 		values[":re"] = str(res.encoding)
-	} else {
-		remove += ", #rb, #re"
+		remove += ", #robj"
+	case res.object != nil:
+		set += ", #robj = :robj, #re = :re"
+		values[":robj"] = res.object.attribute()
+		values[":re"] = str(res.encoding)
+		remove += ", #rb"
+	default:
+		remove += ", #rb, #re, #robj"
 	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -512,7 +572,7 @@ func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, fo
 	if len(out.Item) == 0 {
 		return dedupe.Record{}, false, nil
 	}
-	rec, err = s.decode(out.Item)
+	rec, err = s.load(ctx, op, key, out.Item)
 	if err != nil {
 		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %s: %w", op, dedupe.KeyRef(key), err)
 	}

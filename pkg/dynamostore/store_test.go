@@ -82,7 +82,9 @@ func TestNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := dynamostore.New(tt.client, tt.opts)
+			opts := tt.opts
+			opts.GlobalTables = dynamostore.GlobalTablesUnchecked // no server here
+			_, err := dynamostore.New(tt.client, opts)
 			if got := err != nil; got != tt.wantErr {
 				t.Fatalf("New error = %v, want error %v", err, tt.wantErr)
 			}
@@ -100,7 +102,7 @@ func TestDefaultAttributesMatchSchema(t *testing.T) {
 		LeaseExpiresAt: "lease_expires_at", ExpiresAt: "expires_at", CreatedAt: "created_at",
 		UpdatedAt: "updated_at", ResStatus: "res_status", ResHeaders: "res_headers",
 		ResBody: "res_body", ResEncoding: "res_encoding", ResOmitted: "res_omitted",
-		FirstToken: "first_token", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
+		FirstToken: "first_token", ResObject: "res_object", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -412,7 +414,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := dynamostore.New(tt.client, dynamostore.Options{Table: r.table})
+			s, err := dynamostore.New(tt.client, dynamostore.Options{Table: r.table, GlobalTables: dynamostore.GlobalTablesUnchecked})
 			if err != nil {
 				t.Fatal(err)
 			}

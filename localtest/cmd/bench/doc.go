@@ -31,6 +31,10 @@
 //     and p99 of fresh and replayed payments at 1, 4 and 8 clients, the
 //     cold start of a new environment, and the size of the linux/arm64
 //     bootstrap.
+//   - DynamoDB capacity units per fresh request, replay and conflict, in
+//     the default mode and in dynamostore's Lean mode, computed by AWS's
+//     rules from the items actually written (localtest/capacity), and the
+//     cold-start cost of New's global-table check (one DescribeTable).
 //
 // Flags: -out (build/bench) and -n (requests per latency scenario, 300).
 package main

@@ -45,6 +45,9 @@ type Report struct {
 
 	// Waits are the duplicates that wait, for 50 ms, 1 s and 5 s handlers.
 	Waits []WaitRun `json:"waits"`
+	// Capacity is the DynamoDB capacity units per request (capacity.go).
+	Capacity []Capacity `json:"capacity"`
+	Check    CheckCost  `json:"globalTableCheck"`
 }
 
 // InProcess is one testing.Benchmark result.
@@ -100,12 +103,19 @@ func run(ctx context.Context, outDir string, n int, w io.Writer) error {
 	if rep.Waits, err = waits(ctx, client, table); err != nil {
 		return err
 	}
+	if rep.Capacity, err = capacityUnits(ctx, client, table); err != nil {
+		return fmt.Errorf("capacity units: %w", err)
+	}
+	if rep.Check, err = checkCost(client, table); err != nil {
+		return fmt.Errorf("global-table check: %w", err)
+	}
 	rep.Moto = motoReplay(ctx)
 	if rep.Stack, err = stack(ctx, endpoint, client); err != nil {
 		return fmt.Errorf("local stack: %w", err)
 	}
 
 	print(w, rep)
+	printCapacity(w, rep.Capacity, rep.Check)
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}

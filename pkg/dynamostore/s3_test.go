@@ -1,0 +1,430 @@
+package dynamostore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/moto"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+)
+
+// s3Endpoint returns an S3 endpoint for the test: AWS_ENDPOINT_URL_S3 when
+// set; the DynamoDB endpoint when it is moto_server (which serves S3 on the
+// same port, through its serializing proxy); else a moto_server started for
+// the test. Without moto_server the test is skipped, or fails in CI.
+func s3Endpoint(t *testing.T) string {
+	t.Helper()
+	if ep := os.Getenv("AWS_ENDPOINT_URL_S3"); ep != "" {
+		return ep
+	}
+	if dynamotest.ServerKind() == dynamotest.Moto {
+		return dynalite.Endpoint(t)
+	}
+	if _, err := exec.LookPath(moto.DefaultBin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("moto_server is required in CI for the S3 tests: %s", moto.InstallHint)
+		}
+		t.Skipf("moto_server not found: %s", moto.InstallHint)
+	}
+	srv, err := moto.Start(context.Background(), moto.Options{})
+	if err != nil {
+		t.Fatalf("start moto_server for S3: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stop moto_server: %v", err)
+		}
+	})
+	return srv.Endpoint()
+}
+
+// newS3 returns an S3 client for endpoint (path-style, dummy credentials)
+// and a fresh bucket on it.
+func newS3(t *testing.T, endpoint string) (*s3.Client, string) {
+	t.Helper()
+	c := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "s3test"}, nil
+		}),
+	})
+	bucket := strings.ToLower("dedupe-" + rand.Text()[:12])
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return c, bucket
+}
+
+// s3Hook is an S3Client that runs before (if set) ahead of each PutObject
+// and can fail calls, for races and faults.
+type s3Hook struct {
+	dynamostore.S3Client
+	mu        sync.Mutex
+	beforePut func(in *s3.PutObjectInput)
+	failPut   error
+	failGet   error
+	puts      int
+}
+
+func (h *s3Hook) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	h.mu.Lock()
+	before, fail := h.beforePut, h.failPut
+	h.beforePut = nil
+	h.puts++
+	h.mu.Unlock()
+	if before != nil {
+		before(in)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return h.S3Client.PutObject(ctx, in, o...)
+}
+
+func (h *s3Hook) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	h.mu.Lock()
+	fail := h.failGet
+	h.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
+	return h.S3Client.GetObject(ctx, in, o...)
+}
+
+// bigBody returns n random (incompressible) bytes.
+func bigBody(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// TestLargeResults runs every LargeResults case on one S3 endpoint (moto),
+// with the records on the test's DynamoDB server.
+func TestLargeResults(t *testing.T) {
+	endpoint := s3Endpoint(t)
+	ctx := context.Background()
+	raw, bucket := newS3(t, endpoint)
+	r := newRig(t)
+	hook := &s3Hook{S3Client: raw}
+	store := func(t *testing.T, c dynamostore.Client) *dynamostore.Store {
+		s, err := dynamostore.New(c, dynamostore.Options{Table: r.table, LargeResults: dynamostore.LargeResults{Client: hook, Bucket: bucket}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	claim := func(t *testing.T, s *dynamostore.Store, key, token string, now time.Time) {
+		t.Helper()
+		res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: token, Now: now,
+			LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)})
+		if err != nil || !res.Acquired {
+			t.Fatalf("claim by %s: %+v, %v; want acquired", token, res, err)
+		}
+	}
+	complete := func(s *dynamostore.Store, key, token string, body []byte, now time.Time) error {
+		return s.Complete(ctx, dedupe.CompleteRequest{Key: key, Token: token, Now: now, ExpiresAt: now.Add(24 * time.Hour),
+			Result: dedupe.Result{StatusCode: 200, Headers: map[string][]string{"Content-Type": {"application/octet-stream"}}, Body: body}})
+	}
+	objectOf := func(t *testing.T, key string) (string, []byte) {
+		t.Helper()
+		m, ok := r.rawItem(t, key)["res_object"].(*types.AttributeValueMemberM)
+		if !ok {
+			t.Fatalf("record of %s has no res_object map", key)
+		}
+		name := m.Value["key"].(*types.AttributeValueMemberS).Value
+		out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(name)})
+		if err != nil {
+			t.Fatalf("get object %s: %v", name, err)
+		}
+		defer out.Body.Close()
+		b, _ := io.ReadAll(out.Body)
+		return name, b
+	}
+
+	t.Run("replayed byte for byte", func(t *testing.T) {
+		s := store(t, r.client)
+		g := dedupe.New(s, &dedupe.Config{Prefix: "large", Now: (&clock{now: base}).Now})
+		for _, n := range []int{100, 500 << 10, 6 << 20} {
+			want := dedupe.Result{StatusCode: 201, Headers: map[string][]string{"X-Latin1": {"caf\xe9"}}, Body: bigBody(n)}
+			key := "big-" + rand.Text()
+			runs := 0
+			fn := func(context.Context) (dedupe.Result, error) { runs++; return want, nil }
+			if out, err := g.Run(ctx, key, "fp", fn); err != nil || !out.Stored {
+				t.Fatalf("%d bytes: first run %+v, %v; want stored", n, out, err)
+			}
+			start := time.Now()
+			out, err := g.Run(ctx, key, "fp", fn)
+			t.Logf("%d bytes: replay in %v", n, time.Since(start))
+			if err != nil || !out.Replayed || runs != 1 {
+				t.Fatalf("%d bytes: replay %+v, %v after %d runs; want a replay after 1", n, out.Replayed, err, runs)
+			}
+			if !bytes.Equal(out.Result.Body, want.Body) || out.Result.Headers["X-Latin1"][0] != "caf\xe9" || out.Result.StatusCode != 201 {
+				t.Errorf("%d bytes: replayed result differs from the stored one", n)
+			}
+			item := r.rawItem(t, g.Key(key))
+			_, inItem := item["res_body"]
+			_, inS3 := item["res_object"]
+			if wantS3 := n > 400<<10; inS3 != wantS3 || inItem == wantS3 {
+				t.Errorf("%d bytes: res_body present %v, res_object present %v; want the body in S3 %v", n, inItem, inS3, wantS3)
+			}
+			if inS3 {
+				name, _ := objectOf(t, g.Key(key))
+				if strings.Contains(name, key) {
+					t.Errorf("object name %q reveals the key", name)
+				}
+			}
+		}
+	})
+
+	t.Run("object tampered, truncated or missing", func(t *testing.T) {
+		s := store(t, r.client)
+		now := base
+		for _, tt := range []struct {
+			name   string
+			tamper func(name string, body []byte)
+		}{
+			{"one byte changed", func(name string, body []byte) {
+				body[len(body)/2] ^= 1
+				put(t, raw, bucket, name, body)
+			}},
+			{"truncated", func(name string, body []byte) { put(t, raw, bucket, name, body[:len(body)-1]) }},
+			{"longer", func(name string, body []byte) { put(t, raw, bucket, name, append(body, 0)) }},
+			{"missing", func(name string, _ []byte) {
+				if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(name)}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				key := "tamper-" + rand.Text()
+				claim(t, s, key, "tok", now)
+				if err := complete(s, key, "tok", bigBody(450<<10), now); err != nil {
+					t.Fatal(err)
+				}
+				name, body := objectOf(t, key)
+				tt.tamper(name, body)
+				rec, err := s.Get(ctx, key, now)
+				if !errors.Is(err, dynamostore.ErrObjectInvalid) || errors.Is(err, dedupe.ErrStoreUnavailable) {
+					t.Errorf("Get = %v body, %v; want ErrObjectInvalid, not unavailable", rec.Result != nil, err)
+				}
+				res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "again", Now: now,
+					LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)})
+				if !errors.Is(err, dynamostore.ErrObjectInvalid) || res.Acquired {
+					t.Errorf("Claim = %+v, %v; want ErrObjectInvalid", res, err)
+				}
+			})
+		}
+	})
+
+	t.Run("S3 fails after the handler ran: a lost completion", func(t *testing.T) {
+		s := store(t, r.client)
+		key := "s3down-" + rand.Text()
+		claim(t, s, key, "A", base)
+		hook.mu.Lock()
+		hook.failPut = &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}
+		hook.mu.Unlock()
+		err := complete(s, key, "A", bigBody(450<<10), base)
+		hook.mu.Lock()
+		hook.failPut = nil
+		hook.mu.Unlock()
+		if !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Fatalf("Complete = %v, want ErrStoreUnavailable", err)
+		}
+		rec, err := s.Get(ctx, key, base)
+		if err != nil || rec.Status != dedupe.StatusInProgress || rec.Token != "A" {
+			t.Fatalf("record after the failed upload: %+v, %v; want still in flight for A", rec, err)
+		}
+		// After the lease, a retry takes over and completes; it replays.
+		later := base.Add(2 * time.Minute)
+		claim(t, s, key, "B", later)
+		want := bigBody(450 << 10)
+		if err := complete(s, key, "B", want, later); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := s.Get(ctx, key, later); err != nil || !bytes.Equal(rec.Result.Body, want) {
+			t.Errorf("replay after the takeover: %v; want B's body", err)
+		}
+	})
+
+	t.Run("lost completion after a successful upload", func(t *testing.T) {
+		down := errors.New("connection reset")
+		failUpdate := false
+		var mu sync.Mutex
+		s := store(t, faultClient{Client: r.client, fail: func(op string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if op == "UpdateItem" && failUpdate {
+				return &smithy.GenericAPIError{Code: "InternalServerError", Message: down.Error()}
+			}
+			return nil
+		}})
+		key := "lost-" + rand.Text()
+		claim(t, s, key, "A", base)
+		mu.Lock()
+		failUpdate = true
+		mu.Unlock()
+		first := bigBody(450 << 10)
+		if err := complete(s, key, "A", first, base); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Fatalf("Complete = %v, want ErrStoreUnavailable", err)
+		}
+		mu.Lock()
+		failUpdate = false
+		mu.Unlock()
+		// A's object was written, but nothing references it.
+		objA := dynamostore.ObjectName(dynamostore.DefaultObjectPrefix, key, "A")
+		if _, err := raw.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(objA)}); err != nil {
+			t.Fatalf("A's object: %v; want it uploaded before the completion", err)
+		}
+		if rec, err := s.Get(ctx, key, base); err != nil || rec.Status != dedupe.StatusInProgress {
+			t.Fatalf("record: %+v, %v; want in flight", rec, err)
+		}
+		later := base.Add(2 * time.Minute)
+		claim(t, s, key, "B", later)
+		second := bigBody(450 << 10)
+		if err := complete(s, key, "B", second, later); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := s.Get(ctx, key, later)
+		if err != nil || !bytes.Equal(rec.Result.Body, second) {
+			t.Fatalf("replay: %v; want the body of the completion that succeeded", err)
+		}
+		if name, _ := objectOf(t, key); name == objA {
+			t.Errorf("the record references A's unreferenced object %s", name)
+		}
+	})
+
+	t.Run("a takeover racing an upload", func(t *testing.T) {
+		s := store(t, r.client)
+		key := "race-" + rand.Text()
+		claim(t, s, key, "A", base)
+		later := base.Add(2 * time.Minute)
+		winner := bigBody(450 << 10)
+		// While A uploads (its lease has run out), B takes over, uploads
+		// and completes. A's upload then lands, and its completion fails.
+		hook.mu.Lock()
+		hook.beforePut = func(*s3.PutObjectInput) {
+			claim(t, s, key, "B", later)
+			if err := complete(s, key, "B", winner, later); err != nil {
+				t.Errorf("B's completion: %v", err)
+			}
+		}
+		hook.mu.Unlock()
+		err := complete(s, key, "A", bigBody(450<<10), later)
+		if !errors.Is(err, dedupe.ErrLeaseLost) {
+			t.Fatalf("A's late completion = %v, want ErrLeaseLost", err)
+		}
+		objA := dynamostore.ObjectName(dynamostore.DefaultObjectPrefix, key, "A")
+		if _, err := raw.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(objA)}); err != nil {
+			t.Fatalf("A's object: %v; want it written (and never read)", err)
+		}
+		rec, err := s.Get(ctx, key, later)
+		if err != nil || rec.Token != "B" || !bytes.Equal(rec.Result.Body, winner) {
+			t.Fatalf("replay: token %q, %v; want B's body", rec.Token, err)
+		}
+		if name, _ := objectOf(t, key); name == objA {
+			t.Errorf("the record references the late owner's object")
+		}
+	})
+
+	t.Run("transient S3 read failure is unavailable", func(t *testing.T) {
+		s := store(t, r.client)
+		key := "getdown-" + rand.Text()
+		claim(t, s, key, "A", base)
+		if err := complete(s, key, "A", bigBody(450<<10), base); err != nil {
+			t.Fatal(err)
+		}
+		hook.mu.Lock()
+		hook.failGet = &smithy.GenericAPIError{Code: "InternalError", Message: "try again"}
+		hook.mu.Unlock()
+		defer func() { hook.mu.Lock(); hook.failGet = nil; hook.mu.Unlock() }()
+		if _, err := s.Get(ctx, key, base); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("Get = %v, want ErrStoreUnavailable", err)
+		}
+	})
+
+	t.Run("a store without LargeResults refuses the record", func(t *testing.T) {
+		s := store(t, r.client)
+		key := "noopt-" + rand.Text()
+		claim(t, s, key, "A", base)
+		if err := complete(s, key, "A", bigBody(450<<10), base); err != nil {
+			t.Fatal(err)
+		}
+		plain := r.store(t, dynamostore.Options{})
+		if _, err := plain.Get(ctx, key, base); !errors.Is(err, dynamostore.ErrObjectInvalid) {
+			t.Errorf("Get without LargeResults = %v, want ErrObjectInvalid", err)
+		}
+		other, err := dynamostore.New(r.client, dynamostore.Options{Table: r.table, LargeResults: dynamostore.LargeResults{Client: raw, Bucket: "another"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Get(ctx, key, base); !errors.Is(err, dynamostore.ErrObjectInvalid) {
+			t.Errorf("Get with another bucket = %v, want ErrObjectInvalid", err)
+		}
+	})
+}
+
+// put writes body to bucket/name.
+func put(t *testing.T, c *s3.Client, bucket, name string, body []byte) {
+	t.Helper()
+	if _, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(name), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("put %s: %v", name, err)
+	}
+}
+
+func TestLargeResultsOptions(t *testing.T) {
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
+	s3c := s3.New(s3.Options{Region: "us-east-1"})
+	tests := []struct {
+		name    string
+		large   dynamostore.LargeResults
+		wantErr string
+	}{
+		{"unset", dynamostore.LargeResults{}, ""},
+		{"both", dynamostore.LargeResults{Client: s3c, Bucket: "b"}, ""},
+		{"client without bucket", dynamostore.LargeResults{Client: s3c}, "LargeResults.Bucket"},
+		{"bucket without client", dynamostore.LargeResults{Bucket: "b"}, "LargeResults.Client"},
+		{"prefix alone", dynamostore.LargeResults{Prefix: "p/"}, "LargeResults.Prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := dynamostore.New(c, dynamostore.Options{Table: "t", LargeResults: tt.large, GlobalTables: dynamostore.GlobalTablesUnchecked})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("New = %v, want nil", err)
+			case tt.wantErr != "" && (!errors.Is(err, dynamostore.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("New = %v, want ErrInvalidOptions naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestObjectNameHidesKey(t *testing.T) {
+	a := dynamostore.ObjectName("p/", "fn\x00api\x00order-42", "tok1")
+	b := dynamostore.ObjectName("p/", "fn\x00api\x00order-42", "tok2")
+	if a == b || !strings.HasPrefix(a, "p/") || strings.Contains(a, "order") {
+		t.Errorf("names %q and %q: want distinct per token, prefixed, without the key", a, b)
+	}
+	if a[:strings.LastIndex(a, "/")] != b[:strings.LastIndex(b, "/")] {
+		t.Errorf("names %q and %q: want one folder per key", a, b)
+	}
+}
