@@ -127,6 +127,10 @@ type Config struct {
 	// was logged and emitted: a hook for the caller's own metrics.
 	OnOutcome func(context.Context, Event)
 
+	// Tracer, when set, traces every guarded request or message (see
+	// Tracer), for example dedupeotel's spans. Nil means none.
+	Tracer Tracer
+
 	// Cache, when set, keeps completed records in the execution
 	// environment, so that replays it has seen cost no store call. Give
 	// each Guard its own (NewCache). Nil means no cache.

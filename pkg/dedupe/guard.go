@@ -142,13 +142,14 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 // own; only Call.Keep may ask for that.
 func (g *Guard) Do(ctx context.Context, call Call, fn Func) (Outcome, error) {
 	var ev Event
-	out, err := g.observe(ctx, &ev, func() (Outcome, error) { return g.do(ctx, call, fn, &ev) })
+	out, err := g.observe(ctx, &ev, func(ctx context.Context) (Outcome, error) { return g.do(ctx, call, fn, &ev) })
 	return out, err
 }
 
 // observe runs do and emits ev once it is filled in, also when do panics
 // (a panicking function, re-raised after its release).
-func (g *Guard) observe(ctx context.Context, ev *Event, do func() (Outcome, error)) (Outcome, error) {
+func (g *Guard) observe(ctx context.Context, ev *Event, do func(context.Context) (Outcome, error)) (Outcome, error) {
+	ctx = g.startTrace(ctx, ev)
 	done := false
 	defer func() {
 		if !done {
@@ -156,7 +157,7 @@ func (g *Guard) observe(ctx context.Context, ev *Event, do func() (Outcome, erro
 			g.emit(ctx, *ev)
 		}
 	}()
-	out, err := do()
+	out, err := do(ctx)
 	done = true
 	g.emit(ctx, *ev)
 	return out, err
@@ -259,6 +260,7 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 // duplicate answers a call whose key is held by rec.
 func (g *Guard) duplicate(call Call, rec Record, ev *Event) (Outcome, error) {
 	ev.OriginalRequestID = rec.RequestID
+	ev.OriginalTrace = rec.Trace
 	switch {
 	case rec.Fingerprint != call.Fingerprint:
 		ev.Outcome = OutcomeMismatch
@@ -339,6 +341,7 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 // execute runs fn as the owner of key and records what it produced.
 func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec Record, fn Func, ev *Event) (Outcome, error) {
 	start := time.Now()
+	ev.HandlerStart = start
 	life := rec.Life()
 	if life == "" {
 		life = token // a store that returned no record: this claim starts the life
@@ -471,6 +474,7 @@ func (g *Guard) storeFailed(ctx context.Context, key, token string, fn Func, cla
 		return Outcome{}, claimErr
 	}
 	start := time.Now()
+	ev.HandlerStart = start
 	result, err := fn(withClaim(ctx, Claim{Key: key, Ref: KeyRef(key), Token: token, Unguarded: true}))
 	ev.HandlerLatency = time.Since(start)
 	if err != nil {

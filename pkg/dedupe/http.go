@@ -341,7 +341,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	var ran bool
 	var handlerErr error
-	c.g.observe(ctx, &e, func() (Outcome, error) {
+	c.g.observe(ctx, &e, func(ctx context.Context) (Outcome, error) {
 		out, gerr := c.g.do(ctx, call, func(ctx context.Context) (Result, error) {
 			ran = true
 			r, err := run(ctx, true)

@@ -70,6 +70,10 @@ type Event struct {
 	// in flight or the execution that completed. Empty otherwise, and
 	// for records written before the field existed.
 	OriginalRequestID string
+	// OriginalTrace is the trace context stored on that same record
+	// (Record.Trace), for a tracer to link the duplicate to the execution
+	// it was answered from; empty when the record carries none.
+	OriginalTrace string
 	// Route is the HTTP route ("POST /payments"), or "" outside HTTP.
 	Route string
 	// Status is the HTTP status answered, or 0 outside HTTP.
@@ -80,6 +84,8 @@ type Event struct {
 	StoreLatency time.Duration
 	// HandlerLatency is the time the function ran, zero when it did not.
 	HandlerLatency time.Duration
+	// HandlerStart is when the function started, zero when it did not.
+	HandlerStart time.Time
 	// Waited is how long a duplicate waited for the first request.
 	Waited time.Duration
 	// Cached reports an answer from the warm-container cache.
@@ -87,6 +93,8 @@ type Event struct {
 	// Err is the error behind the outcome, if any. It is logged, never
 	// sent to a client; it names keys only by KeyRef.
 	Err error
+
+	trace *TraceEnd // Config.Tracer's end of this call, set by startTrace
 }
 
 // Emitter receives the Event of every guarded request. Implement it to
@@ -147,6 +155,7 @@ func (g *Guard) emit(ctx context.Context, ev Event) {
 	if g.cfg.OnOutcome != nil {
 		g.cfg.OnOutcome(ctx, ev)
 	}
+	g.endTrace(ctx, ev)
 }
 
 // ms returns d in milliseconds, to the microsecond.
