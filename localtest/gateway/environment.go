@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -61,7 +62,8 @@ func startEnvironment(ctx context.Context, c *PoolConfig, environ []string, out 
 			break
 		}
 	}
-	return nil, fmt.Errorf("%w %s: %v", ErrStart, name, lastErr)
+	// lastErr is wrapped too: when ctx ended, errors.Is finds its error.
+	return nil, fmt.Errorf("%w %s: %w", ErrStart, name, lastErr)
 }
 
 // tryStart makes one attempt of startEnvironment.
@@ -126,15 +128,18 @@ func tryStart(ctx context.Context, c *PoolConfig, environ []string, out io.Write
 }
 
 // waitListening polls the emulator's address until it accepts a
-// connection, the process exits, ctx ends or timeout passes.
+// connection, the process exits, ctx ends or timeout passes. When ctx ends
+// first, the error wraps ctx's error: the caller gave up, the emulator did
+// not fail.
 func (e *environment) waitListening(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	wait, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var d net.Dialer
 	for {
-		conn, err := d.DialContext(ctx, "tcp", e.addr)
+		conn, err := d.DialContext(wait, "tcp", e.addr)
 		if err == nil {
 			conn.Close()
 			return nil
@@ -142,12 +147,19 @@ func (e *environment) waitListening(ctx context.Context, timeout time.Duration) 
 		select {
 		case <-e.done:
 			return fmt.Errorf("emulator exited while starting: %v", e.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("emulator not listening on %s after %v: %v", e.addr, timeout, err)
+		case <-wait.Done():
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("emulator not yet listening on %s when the caller gave up after %v: %w",
+					e.addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+			}
+			return fmt.Errorf("emulator not listening on %s after %v (the pool's StartTimeout): %v", e.addr, timeout, err)
 		case <-tick.C:
 		}
 	}
 }
+
+// errStartTimeout is the cause of waitListening's own deadline.
+var errStartTimeout = errors.New("start timeout")
 
 // exited reports whether the emulator process has exited.
 func (e *environment) exited() bool {
