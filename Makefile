@@ -153,6 +153,7 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress >/dev/null; \
 		hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	else echo "make stress: needs stress-ng or stress: sudo apt-get install -y stress" >&2; exit 1; fi; \
+	$(MAKE) build build-local rie >/dev/null; \
 	echo "load: $$hog"; setsid $$hog & hog_pid=$$!; \
 	trap 'kill -TERM -- -$$hog_pid 2>/dev/null || true; wait $$hog_pid 2>/dev/null || true' EXIT; \
 	for i in $$(seq $(STRESS_RUNS)); do \
