@@ -69,7 +69,7 @@ deps-test: deps-run ## what `make test` needs besides: redis-server and pgbounce
 	  if [ -z "$$missing" ]; then :; \
 	  elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
 	    echo "make: apt-get install$$missing: the redisstore and pgstore tests start these servers"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq$$missing >/dev/null; \
 	  else echo "make: missing$$missing, which the redisstore and pgstore tests need; install with: sudo apt-get install -y$$missing"; fi
 
 $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
@@ -150,7 +150,7 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 	elif command -v stress >/dev/null; then hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
 		echo "make stress: apt-get install stress: it saturates the CPU while the tests run"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress >/dev/null; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq stress >/dev/null; \
 		hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	else echo "make stress: needs stress-ng or stress: sudo apt-get install -y stress" >&2; exit 1; fi; \
 	$(MAKE) build build-local rie >/dev/null; \
