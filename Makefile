@@ -12,7 +12,9 @@ NPM ?= npm
 
 # PKG narrows test and bench, e.g. `make test PKG=./pkg/dynamostore/...`.
 PKG          ?= ./...
-TEST_TIMEOUT ?= 20m
+# TEST_TIMEOUT only catches a hung test binary: a busy machine can take
+# many minutes to build a package's test processes.
+TEST_TIMEOUT ?= 30m
 BENCH        ?= .
 
 # The Lambda functions, one directory under functions/ each.
@@ -47,20 +49,30 @@ HOST_GOARCH   := $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps test bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test stress bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[A-Za-z_-]+:.*## / { printf "  %-22s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-deps: $(DEPS_STAMP) ## install dynalite (npm ci, only when needed) and download Go modules; redis-server and pgbouncer too, as root on Debian
+deps: deps-run deps-test ## deps-run and deps-test
+
+deps-run: $(DEPS_STAMP) ## what `make run` needs: dynalite (npm ci, only when needed) and the Go modules; installs no system package
 	$(GO) mod download
+
+# Only `make test` and `make bench` install system packages, and only
+# what is missing: the Redis and PgBouncer servers the store tests start.
+# As root on Debian they come from apt-get, after one line saying so;
+# elsewhere the line says how to install them.
+deps-test: deps-run ## what `make test` needs besides: redis-server and pgbouncer (apt-get install as root on Debian, only when missing)
 	@missing=; \
 	  command -v redis-server >/dev/null || command -v valkey-server >/dev/null || missing=" redis-server"; \
 	  command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ] || missing="$$missing pgbouncer"; \
 	  if [ -z "$$missing" ]; then :; \
-	  elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
-	  else echo "make deps: missing$$missing; install with: sudo apt-get install -y$$missing"; fi
+	  elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
+	    echo "make: apt-get install$$missing: the redisstore and pgstore tests start these servers"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq$$missing >/dev/null; \
+	  else echo "make: missing$$missing, which the redisstore and pgstore tests need; install with: sudo apt-get install -y$$missing"; fi
 
 $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 	$(NPM) ci --prefix localtest --no-audit --no-fund
@@ -76,24 +88,88 @@ DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/a
 DEDUPE_DYNAMODB ?=
 export DEDUPE_DYNAMODB
 
-test: deps withdynalite withservers ## go vet, then go test -race of PKG (default ./...) against fresh dynalite, PostgreSQL and Redis, and its DynamoDB packages again on moto
-	$(GO) vet ./...
-	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKG)
-	@if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then exit 0; fi; \
+# TEST_LOG keeps each pass's output, the summary and the package times.
+TEST_LOG := build/test
+
+# TEST_FLAGS adds flags to every `go test` of `make test`, e.g. -p 4 or -v.
+TEST_FLAGS ?=
+
+# test_pass NAME CMD... runs one pass of `make test`: it prints CMD, runs it
+# with its output copied to $(TEST_LOG)/NAME.log, and appends "PASS NAME (N s)"
+# or "FAIL NAME (N s)" to $(TEST_LOG)/summary. A failed pass does not stop
+# the next one; the summary decides the exit code at the end.
+define test_pass_fn
+test_pass() { local name=$$1 start=$$SECONDS r=PASS; shift; echo "$$*"; \
+  "$$@" 2>&1 | tee $(TEST_LOG)/$$name.log || r=FAIL; \
+  echo "$$r $$name ($$((SECONDS - start)) s)" >>$(TEST_LOG)/summary; }
+endef
+
+# test: the passes, one line each at the end, then the five slowest packages.
+#   vet               go vet ./...
+#   build             the Lambda binaries for Lambda and for this machine,
+#                     and the emulator, as `make build build-local rie`, once:
+#                     the tests of the SAM build targets and the deploy
+#                     rehearsal (linux/arm64), and the end-to-end, gateway
+#                     and `make run` tests (bootstraps for this machine) then
+#                     find the compiled packages in Go's build cache and the
+#                     emulator built, instead of compiling the same code in
+#                     several test processes at the same time
+#   dynalite+servers  go test -race of PKG on dynalite, PostgreSQL and Redis
+#   moto              the DynamoDB packages of PKG again, on moto_server
+test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, its DynamoDB packages again on moto; one PASS/FAIL line per pass
+	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary; $(test_pass_fn); \
+	test_pass vet $(GO) vet ./...; \
+	test_pass build $(MAKE) build build-local rie; \
+	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKG); \
 	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); \
-	if [ -z "$$pkgs" ]; then exit 0; fi; \
-	if ! command -v moto_server >/dev/null; then \
-		if [ -n "$${CI:-}" ]; then echo "moto_server is required in CI: pip install 'moto[server]'" >&2; exit 1; fi; \
-		echo "SKIP the second DynamoDB run: moto_server not found (pip install 'moto[server]')" >&2; exit 0; \
+	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
+		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >>$(TEST_LOG)/summary; \
+	elif [ -z "$$pkgs" ]; then \
+		echo "SKIP moto (no DynamoDB package in PKG)" >>$(TEST_LOG)/summary; \
+	elif ! command -v moto_server >/dev/null; then \
+		if [ -n "$${CI:-}" ]; then echo "FAIL moto (moto_server is required in CI: pip install 'moto[server]')" >>$(TEST_LOG)/summary; \
+		else echo "SKIP moto (moto_server not found: pip install 'moto[server]')" >>$(TEST_LOG)/summary; fi; \
+	else \
+		test_pass moto $(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs; \
 	fi; \
-	echo "$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT)" $$pkgs; \
-	$(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$pkgs
+	echo; echo "slowest packages (dynalite+servers):"; \
+	awk '$$1 == "ok" || $$1 == "FAIL" { if ($$3 ~ /^[0-9.]+s$$/) print "  " $$3 "\t" $$2 }' $(TEST_LOG)/dynalite+servers.log | sort -rn | head -5; \
+	echo; cat $(TEST_LOG)/summary; \
+	! grep -q '^FAIL' $(TEST_LOG)/summary
+
+# `make stress` runs STRESS_PKG with -race STRESS_RUNS times in a row while
+# STRESS_CPU busy workers (default: twice the cores) saturate the CPU, to
+# show that no test depends on the machine's speed. The workers come from
+# stress-ng or stress; without either, as root on Debian, it installs stress
+# after one line saying so.
+STRESS_PKG  ?= ./localtest/... ./pkg/...
+STRESS_RUNS ?= 3
+STRESS_CPU  ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
+
+stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRESS_RUNS times in a row, while stress(1) saturates the CPU; one PASS/FAIL line per run
+	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary; $(test_pass_fn); \
+	if command -v stress-ng >/dev/null; then hog="stress-ng --cpu $(STRESS_CPU) --quiet"; \
+	elif command -v stress >/dev/null; then hog="stress --cpu $(STRESS_CPU) --quiet"; \
+	elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
+		echo "make stress: apt-get install stress: it saturates the CPU while the tests run"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq stress >/dev/null; \
+		hog="stress --cpu $(STRESS_CPU) --quiet"; \
+	else echo "make stress: needs stress-ng or stress: sudo apt-get install -y stress" >&2; exit 1; fi; \
+	$(MAKE) build build-local rie >/dev/null; \
+	echo "load: $$hog"; setsid $$hog & hog_pid=$$!; \
+	trap 'kill -TERM -- -$$hog_pid 2>/dev/null || true; wait $$hog_pid 2>/dev/null || true' EXIT; \
+	for i in $$(seq $(STRESS_RUNS)); do \
+		test_pass "stress-$$i-of-$(STRESS_RUNS)" $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(STRESS_PKG); \
+	done; \
+	echo; cat $(TEST_LOG)/summary; \
+	echo "$$(grep -c '^PASS' $(TEST_LOG)/summary) of $(STRESS_RUNS) runs passed under load ($$hog)"; \
+	! grep -q '^FAIL' $(TEST_LOG)/summary
 
 # BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
 # its report (the stores' round trips and floors among them).
 BENCH_PKG ?= ./pkg/...
 
-bench: deps withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
+bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
@@ -132,7 +208,7 @@ rie: ## build the Lambda Runtime Interface Emulator into build/bin/aws-lambda-ri
 
 # RUN_ARGS passes flags to the local stack, e.g. `make run RUN_ARGS='-port 3001'`.
 # It is built, not `go run`, so that Ctrl-C and SIGTERM reach it directly.
-run: deps build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
+run: deps-run build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
 	$(GO) build -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 

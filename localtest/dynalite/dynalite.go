@@ -17,8 +17,10 @@ import (
 )
 
 // DefaultStartTimeout is how long [Start] and [Server.Restart] wait for
-// dynalite to answer when [Options.StartTimeout] is zero.
-const DefaultStartTimeout = 30 * time.Second
+// dynalite to answer when [Options.StartTimeout] is zero. It is generous:
+// Node.js can take many seconds to load dynalite on a machine busy with a
+// parallel test run, and a wait returns as soon as dynalite answers.
+const DefaultStartTimeout = 2 * time.Minute
 
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
 const stopGrace = 5 * time.Second

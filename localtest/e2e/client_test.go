@@ -206,6 +206,12 @@ func problemOf(r reply) problem {
 	return p
 }
 
+// patience bounds the waits for the stack's processes (a claim to appear,
+// a lease to run out, a restarted endpoint to answer). It is generous
+// because a machine busy with a parallel test run can take many seconds to
+// schedule a process; a wait returns as soon as its condition holds.
+const patience = 2 * time.Minute
+
 // eventually polls cond every interval until it holds or timeout passes.
 // It is for waiting on real time that the system under test needs (a
 // lease running out), never a fixed sleep.

@@ -217,6 +217,7 @@ func TestProcessorErrorThenRetry(t *testing.T) {
 func TestSlowRequestIsInFlight(t *testing.T) {
 	needStack(t)
 	key, c := newKey(), newCharge("tok_slow")
+	start := time.Now()
 	firstDone := make(chan reply, 1)
 	go func() {
 		r, err := send("POST", "/payments", c.JSON(), map[string]string{"Idempotency-Key": key})
@@ -225,10 +226,14 @@ func TestSlowRequestIsInFlight(t *testing.T) {
 		}
 		firstDone <- r
 	}()
-	// While the slow charge runs (3 s), a duplicate finds it in flight.
-	// Whichever of the two claims first runs; the other gets 409.
-	var replies []reply
-	gotFirst := false
+	// Once the first request has claimed the key, and while its slow
+	// charge runs (3 s), a duplicate finds it in flight. Waiting for the
+	// claim first keeps a slow cold start of the first request from
+	// letting the duplicate claim and run instead.
+	if !eventually(patience, 20*time.Millisecond, func() bool { return inFlightSince(t, start) > 0 }) {
+		t.Fatalf("the first request did not claim its key within %v", patience)
+	}
+	replies := []reply{pay(t, key, c, ""), <-firstDone}
 	conflict := func() (reply, bool) {
 		for _, r := range replies {
 			if r.status == 409 {
@@ -237,23 +242,8 @@ func TestSlowRequestIsInFlight(t *testing.T) {
 		}
 		return reply{}, false
 	}
-	if !eventually(5*time.Second, 50*time.Millisecond, func() bool {
-		select {
-		case r := <-firstDone:
-			replies, gotFirst = append(replies, r), true
-		default:
-		}
-		if _, ok := conflict(); ok {
-			return true
-		}
-		replies = append(replies, pay(t, key, c, ""))
-		_, ok := conflict()
-		return ok
-	}) {
-		t.Fatalf("no 409 while the slow charge ran; got %d replies", len(replies))
-	}
-	if !gotFirst {
-		replies = append(replies, <-firstDone)
+	if _, ok := conflict(); !ok {
+		t.Fatalf("no 409 while the slow charge ran; got %d and %d", replies[0].status, replies[1].status)
 	}
 	c409, _ := conflict()
 	if ra, err := strconv.Atoi(c409.header.Get("Retry-After")); err != nil || ra < 1 || ra > 15 {
@@ -327,7 +317,7 @@ func TestTimeoutThenTakeover(t *testing.T) {
 	}()
 
 	// Once the first request has claimed the key, it is in flight.
-	if !eventually(10*time.Second, 20*time.Millisecond, func() bool { return inFlightSince(t, start) > 0 }) {
+	if !eventually(patience, 20*time.Millisecond, func() bool { return inFlightSince(t, start) > 0 }) {
 		t.Fatal("the first request never claimed its key")
 	}
 	inFlight := pay(t, key, c, "")
@@ -356,7 +346,7 @@ func TestTimeoutThenTakeover(t *testing.T) {
 
 	// Once the lease is out, the reaper retires the record...
 	var report reapReport
-	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
+	if !eventually(patience, 200*time.Millisecond, func() bool {
 		report = reap(t)
 		return report.Cleared > 0
 	}) {
@@ -540,7 +530,7 @@ func TestStoreOutage(t *testing.T) {
 	// The restart emptied the payments table, so it cannot tell whether the
 	// refused request was charged: the log check above does.
 	var after reply
-	if !eventually(20*time.Second, 200*time.Millisecond, func() bool {
+	if !eventually(patience, 200*time.Millisecond, func() bool {
 		after = pay(t, key, c, "")
 		return after.status == 201
 	}) {

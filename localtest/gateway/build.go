@@ -68,6 +68,10 @@ func goCmd(ctx context.Context, dir string, env []string, args ...string) (strin
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			// Killed because the caller gave up, not a build failure.
+			return "", fmt.Errorf("go %s: %w", strings.Join(args, " "), context.Cause(ctx))
+		}
 		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return strings.TrimSpace(stdout.String()), nil

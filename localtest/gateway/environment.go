@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +32,7 @@ type environment struct {
 	name    string // function#n
 	cmd     *exec.Cmd
 	addr    string // the emulator's invoke address, host:port
+	runtime string // the emulator's Runtime API address, host:port
 	client  *http.Client
 	timeout time.Duration // the function's timeout
 	out     *lineWriter
@@ -61,7 +63,8 @@ func startEnvironment(ctx context.Context, c *PoolConfig, environ []string, out 
 			break
 		}
 	}
-	return nil, fmt.Errorf("%w %s: %v", ErrStart, name, lastErr)
+	// lastErr is wrapped too: when ctx ended, errors.Is finds its error.
+	return nil, fmt.Errorf("%w %s: %w", ErrStart, name, lastErr)
 }
 
 // tryStart makes one attempt of startEnvironment.
@@ -73,6 +76,7 @@ func tryStart(ctx context.Context, c *PoolConfig, environ []string, out io.Write
 	e := &environment{
 		name:    name,
 		addr:    "127.0.0.1:" + strconv.Itoa(ports[0]),
+		runtime: "127.0.0.1:" + strconv.Itoa(ports[1]),
 		timeout: c.Function.Timeout,
 		done:    make(chan struct{}),
 		cold:    true,
@@ -97,7 +101,7 @@ func tryStart(ctx context.Context, c *PoolConfig, environ []string, out io.Write
 	e.cmd = exec.Command(c.RIE,
 		"--log-level", "error",
 		"--runtime-interface-emulator-address", e.addr,
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
+		"--runtime-api-address", e.runtime,
 		bootstrap,
 	)
 	e.cmd.Dir = filepath.Dir(bootstrap)
@@ -125,29 +129,50 @@ func tryStart(ctx context.Context, c *PoolConfig, environ []string, out io.Write
 	return e, nil
 }
 
-// waitListening polls the emulator's address until it accepts a
-// connection, the process exits, ctx ends or timeout passes.
+// waitListening polls the emulator's two addresses until both accept a
+// connection, the process exits, ctx ends or timeout passes. The Runtime
+// API must listen too: the emulator starts the bootstrap on the first
+// invocation, and on a busy machine a bootstrap started before the Runtime
+// API listened found its port closed and exited (Init failed). When ctx ends
+// first, the error wraps ctx's error: the caller gave up, the emulator did
+// not fail.
 func (e *environment) waitListening(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	wait, cancel := context.WithTimeoutCause(ctx, timeout, errStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var d net.Dialer
-	for {
-		conn, err := d.DialContext(ctx, "tcp", e.addr)
+	listening := func(addr string) error {
+		conn, err := d.DialContext(wait, "tcp", addr)
 		if err == nil {
 			conn.Close()
-			return nil
+		}
+		return err
+	}
+	for {
+		err := listening(e.addr)
+		if err == nil {
+			if err = listening(e.runtime); err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-e.done:
 			return fmt.Errorf("emulator exited while starting: %v", e.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("emulator not listening on %s after %v: %v", e.addr, timeout, err)
+		case <-wait.Done():
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("emulator not yet listening on %s when the caller gave up after %v: %w",
+					e.addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+			}
+			return fmt.Errorf("emulator not listening on %s after %v (the pool's StartTimeout): %v", e.addr, timeout, err)
 		case <-tick.C:
 		}
 	}
 }
+
+// errStartTimeout is the cause of waitListening's own deadline.
+var errStartTimeout = errors.New("start timeout")
 
 // exited reports whether the emulator process has exited.
 func (e *environment) exited() bool {

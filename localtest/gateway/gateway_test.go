@@ -475,7 +475,13 @@ func TestInvokeFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, _ := newTestGateway(t, tt.fn, []string{"POST /payments"}, func(c *Config) { c.IntegrationTimeout = 50 * time.Millisecond })
+			// Only a blocked function meets the short timeout: one that
+			// answers at once must not race it on a busy machine.
+			timeout := DefaultIntegrationTimeout
+			if tt.fn.block {
+				timeout = 50 * time.Millisecond
+			}
+			srv, _ := newTestGateway(t, tt.fn, []string{"POST /payments"}, func(c *Config) { c.IntegrationTimeout = timeout })
 			req, _ := http.NewRequest("POST", srv.URL+"/payments", strings.NewReader("{}"))
 			resp, body := do(t, req)
 			if resp.StatusCode != tt.wantStatus || string(body) != tt.wantBody {

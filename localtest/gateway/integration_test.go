@@ -20,7 +20,10 @@ func TestGatewayWithPool(t *testing.T) {
 			{Key: "ANY /echo/{id}", Function: pool},
 			{Key: "ANY /authed/{id}", Function: pool, Auth: Auth{Type: AuthJWT}},
 		},
-		IntegrationTimeout: 1500 * time.Millisecond,
+		// Far beyond the function's 1s timeout, so that a function
+		// timeout reaches the client as such (500), however slowly the
+		// emulator reports it.
+		IntegrationTimeout: patience,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +60,7 @@ func TestGatewayWithPool(t *testing.T) {
 	}{
 		{"handler error", "error=1", "", 500, `{"message":"Internal Server Error"}`},
 		{"panic", "panic=1", "", 500, `{"message":"Internal Server Error"}`},
-		{"function timeout", "sleep=1200ms", "", 500, `{"message":"Internal Server Error"}`},
+		{"function timeout", "sleep=30s", "", 500, `{"message":"Internal Server Error"}`},
 		{"JSON result without statusCode", "raw=1", `{"hello":"world"}`, 200, `{"hello":"world"}`},
 		{"JSON string result", "raw=1", `"hi"`, 200, `"hi"`},
 		{"result object", "raw=1", `{"statusCode":418,"body":"teapot","cookies":["a=1"]}`, 418, `teapot`},
@@ -79,41 +82,44 @@ func TestGatewayWithPool(t *testing.T) {
 		}
 		srv2 := httptest.NewServer(g2)
 		defer srv2.Close()
+		// The function sleeps 800ms at least: the 300ms integration
+		// timeout passes first, however fast or slow the machine.
 		resp, body := do(t, mustRequest(t, "GET", srv2.URL+"/echo/1?sleep=800ms"))
 		if resp.StatusCode != 503 || string(body) != `{"message":"Service Unavailable"}` {
 			t.Errorf("got %d %s, want 503 Service Unavailable", resp.StatusCode, body)
 		}
 		// The invocation ran on; the environment comes back afterwards.
-		deadline := time.Now().Add(5 * time.Second)
-		for pool.Stats().Busy > 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if s := pool.Stats(); s.Busy != 0 {
-			t.Errorf("got %d busy environments, want 0 once the invocation ended", s.Busy)
-		}
+		eventually(t, "the invocation ended", func() bool { return pool.Stats().Busy == 0 })
 	})
 
 	t.Run("throttled", func(t *testing.T) {
-		one, _ := newEchoPool(t, func(c *PoolConfig) { c.MaxConcurrency = 1 })
-		g3, err := New(Config{Routes: []Route{{Key: "GET /echo/{id}", Function: one}}})
+		one, _ := newEchoPool(t, func(c *PoolConfig) {
+			c.MaxConcurrency = 1
+			c.Function.Timeout = heldTimeout
+		})
+		g3, err := New(Config{Routes: []Route{{Key: "GET /echo/{id}", Function: one}}, IntegrationTimeout: patience})
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv3 := httptest.NewServer(g3)
 		defer srv3.Close()
+		hold, release := newHold(t)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = http.Get(srv3.URL + "/echo/1?sleep=1s")
+			resp, err := http.Get(srv3.URL + "/echo/1?" + hold)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
 		}()
-		deadline := time.Now().Add(5 * time.Second)
-		for one.Stats().Busy < 1 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		eventually(t, "the first request busy", func() bool { return one.Stats().Busy == 1 })
 		resp, body := do(t, mustRequest(t, "GET", srv3.URL+"/echo/2"))
 		if resp.StatusCode != 429 || string(body) != `{"message":"Too Many Requests"}` {
 			t.Errorf("got %d %s, want 429 Too Many Requests", resp.StatusCode, body)
 		}
+		release()
 		<-done
 	})
 }

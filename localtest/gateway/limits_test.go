@@ -16,8 +16,14 @@ import (
 // limit is answered as AWS answers it, the function never sees an
 // oversized event, and no execution environment is replaced.
 func TestPlatformLimits(t *testing.T) {
-	pool, out := newEchoPool(t, func(c *PoolConfig) { c.MaxConcurrency = 1 })
-	g, err := New(Config{Routes: []Route{{Key: "ANY /echo/{id}", Function: pool}}})
+	// The timeouts are generous: moving 6 MB through the emulator took
+	// over 5 s on a saturated machine, and a timeout is not what this
+	// test is about.
+	pool, out := newEchoPool(t, func(c *PoolConfig) {
+		c.MaxConcurrency = 1
+		c.Function.Timeout = heldTimeout
+	})
+	g, err := New(Config{Routes: []Route{{Key: "ANY /echo/{id}", Function: pool}}, IntegrationTimeout: patience})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,10 @@ const (
 	DefaultMaxConcurrency = 16
 
 	// DefaultStartTimeout bounds how long an environment may take to start
-	// listening when PoolConfig.StartTimeout is zero.
-	DefaultStartTimeout = 10 * time.Second
+	// listening when PoolConfig.StartTimeout is zero. It is generous: a
+	// machine busy with a parallel test run can take seconds to start a
+	// process, and a caller that wants less bounds Invoke's context.
+	DefaultStartTimeout = 30 * time.Second
 
 	// DefaultTimeout is Lambda's default function timeout, used when
 	// Function.Timeout is zero.
@@ -106,6 +108,9 @@ type Stats struct {
 	Live int
 	// Busy is the number of invocations running now.
 	Busy int
+	// Queued is the number of invocations waiting now for a busy
+	// environment to free up (see PoolConfig.QueueTimeout).
+	Queued int
 	// PeakBusy is the largest number of concurrent invocations so far,
 	// each in its own environment.
 	PeakBusy int
@@ -328,17 +333,25 @@ func (p *Pool) acquire(ctx context.Context) (*environment, error) {
 			timeout = t.C
 		}
 		freed := p.freed
+		p.stats.Queued++
 		p.mu.Unlock()
+		timedOut := false
 		select {
 		case <-freed:
 		case <-timeout:
-			p.mu.Lock()
-			p.stats.Throttled++
-			p.mu.Unlock()
-			return nil, fmt.Errorf("%w: %s at its limit of %d for %v", ErrThrottled, p.cfg.Function.Name, p.cfg.MaxConcurrency, p.cfg.QueueTimeout)
+			timedOut = true
 		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
+		p.mu.Lock()
+		p.stats.Queued--
+		if timedOut {
+			p.stats.Throttled++
+		}
+		p.mu.Unlock()
+		if timedOut {
+			return nil, fmt.Errorf("%w: %s at its limit of %d for %v", ErrThrottled, p.cfg.Function.Name, p.cfg.MaxConcurrency, p.cfg.QueueTimeout)
+		}
+		// ctx's end is noticed at the top of the loop.
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,6 +64,43 @@ func newEchoPool(t *testing.T, edit func(*PoolConfig)) (*Pool, *lockedBuffer) {
 	})
 	return p, out
 }
+
+// patience bounds the tests' waits for real processes to start, stop or
+// change state. It is generous because a machine busy with a parallel test
+// run can take seconds to schedule a process; a wait that succeeds returns
+// as soon as it does, so a fast machine never waits for it.
+const patience = time.Minute
+
+// eventually polls cond until it holds, and fails the test if it still
+// does not after patience.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after %v", what, patience)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newHold returns echofn's hold query, which keeps an invocation running
+// until release is called, and release. The test's end releases too.
+func newHold(t *testing.T) (query string, release func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "release")
+	release = func() {
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(release)
+	return "hold=" + url.QueryEscape(path), release
+}
+
+// heldTimeout is the function timeout of pools whose invocations a test
+// holds: far beyond any hold, so that only the test ends one.
+const heldTimeout = time.Minute
 
 // echoAnswer is what echofn puts in its response body.
 type echoAnswer struct {
@@ -167,7 +206,7 @@ func TestPoolFailures(t *testing.T) {
 		{name: "handler error keeps the environment", query: "error=1", wantType: "errorString", replaced: false},
 		{name: "panic replaces the environment", query: "panic=1", wantType: "string", replaced: true},
 		{name: "crash replaces the environment", query: "exit=1", wantType: ErrorTypeExit, replaced: true},
-		{name: "timeout replaces the environment", query: "sleep=3s", wantType: ErrorTypeTimeout, replaced: true},
+		{name: "timeout replaces the environment", query: "sleep=30s", wantType: ErrorTypeTimeout, replaced: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,8 +230,9 @@ func TestPoolFailures(t *testing.T) {
 			if got := fe.Timeout(); got != (tt.wantType == ErrorTypeTimeout) {
 				t.Errorf("got Timeout() %v, want %v", got, !got)
 			}
-			if fe.Timeout() && time.Since(start) > 3*time.Second {
-				t.Errorf("timeout took %v, want about the 1s function timeout", time.Since(start))
+			// The function sleeps 30s: the 1s timeout cut it short.
+			if took := time.Since(start); fe.Timeout() && took >= 30*time.Second {
+				t.Errorf("timeout took %v, want the 1s function timeout to cut the 30s sleep short", took)
 			}
 
 			after, err := invokeEcho(ctx, p, "")
@@ -208,13 +248,9 @@ func TestPoolFailures(t *testing.T) {
 					t.Errorf("got stats %+v, want 1 replaced and 2 started", s)
 				}
 				// The old emulator is stopped in the background.
-				deadline := time.Now().Add(5 * time.Second)
-				for alive(emulator) && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
-				}
-				if alive(emulator) || alive(before.PID) {
-					t.Errorf("replaced emulator %d or runtime %d still running", emulator, before.PID)
-				}
+				eventually(t, fmt.Sprintf("replaced emulator %d and runtime %d stopped", emulator, before.PID), func() bool {
+					return !alive(emulator) && !alive(before.PID)
+				})
 			} else if after.PID != before.PID || s.Replaced != 0 {
 				t.Errorf("got runtime pid %d (before %d), stats %+v; want the warm environment kept", after.PID, before.PID, s)
 			}
@@ -224,11 +260,15 @@ func TestPoolFailures(t *testing.T) {
 
 func TestPoolConcurrencyAndThrottling(t *testing.T) {
 	const n = 4
-	p, _ := newEchoPool(t, func(c *PoolConfig) { c.MaxConcurrency = n })
+	p, _ := newEchoPool(t, func(c *PoolConfig) {
+		c.MaxConcurrency = n
+		c.Function.Timeout = heldTimeout
+	})
 	ctx := context.Background()
+	hold, release := newHold(t)
 
 	// n concurrent invocations run in n environments; one more is
-	// throttled at once while they all sleep.
+	// throttled at once while they are all held.
 	var wg sync.WaitGroup
 	pids := make(chan int, n)
 	errs := make(chan error, n)
@@ -236,7 +276,7 @@ func TestPoolConcurrencyAndThrottling(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := invokeEcho(ctx, p, "sleep=1500ms")
+			a, err := invokeEcho(ctx, p, hold)
 			if err != nil {
 				errs <- err
 				return
@@ -244,13 +284,11 @@ func TestPoolConcurrencyAndThrottling(t *testing.T) {
 			pids <- a.PID
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().Busy < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, fmt.Sprintf("%d invocations busy", n), func() bool { return p.Stats().Busy == n })
 	if _, err := invokeEcho(ctx, p, ""); !errors.Is(err, ErrThrottled) {
 		t.Errorf("got %v with %d busy environments, want ErrThrottled", err, n)
 	}
+	release()
 	wg.Wait()
 	close(pids)
 	close(errs)
@@ -270,56 +308,99 @@ func TestPoolConcurrencyAndThrottling(t *testing.T) {
 func TestPoolQueueTimeout(t *testing.T) {
 	p, _ := newEchoPool(t, func(c *PoolConfig) {
 		c.MaxConcurrency = 1
-		c.QueueTimeout = 10 * time.Second
+		c.QueueTimeout = patience
+		c.Function.Timeout = heldTimeout
 	})
 	ctx := context.Background()
+	hold, release := newHold(t)
 	done := make(chan error, 1)
 	go func() {
-		_, err := invokeEcho(ctx, p, "sleep=300ms")
+		_, err := invokeEcho(ctx, p, hold)
 		done <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().Busy < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	// Waits for the busy environment instead of failing.
-	if _, err := invokeEcho(ctx, p, ""); err != nil {
+	eventually(t, "the first invocation busy", func() bool { return p.Stats().Busy == 1 })
+	// The second waits for the busy environment instead of failing.
+	queued := make(chan error, 1)
+	go func() {
+		_, err := invokeEcho(ctx, p, "")
+		queued <- err
+	}()
+	eventually(t, "the second invocation queued", func() bool { return p.Stats().Queued == 1 })
+	release()
+	if err := <-queued; err != nil {
 		t.Errorf("queued invocation: got %v, want success", err)
 	}
 	if err := <-done; err != nil {
 		t.Error(err)
 	}
-	if s := p.Stats(); s.Started != 1 || s.Throttled != 0 {
-		t.Errorf("got stats %+v, want 1 environment, none throttled", s)
+	if s := p.Stats(); s.Started != 1 || s.Throttled != 0 || s.Invocations != 2 {
+		t.Errorf("got stats %+v, want 1 environment, 2 invocations, none throttled", s)
 	}
 }
 
 func TestPoolInvocationOutlivesContext(t *testing.T) {
-	p, _ := newEchoPool(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	p, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = heldTimeout })
+	// A warm environment first: the context below ends while the
+	// invocation runs, not while the emulator starts.
+	if _, err := invokeEcho(context.Background(), p, ""); err != nil {
+		t.Fatal(err)
+	}
+	hold, release := newHold(t)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := invokeEcho(ctx, p, "sleep=1s"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v, want context.DeadlineExceeded", err)
+	go func() {
+		// Busy counts the invocation from the moment it has an
+		// environment; from then on it runs whatever ctx does.
+		for p.Stats().Busy == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := invokeEcho(ctx, p, hold); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
 	}
 	if s := p.Stats(); s.Busy != 1 {
 		t.Errorf("got %d busy right after the caller gave up, want 1: the invocation runs on", s.Busy)
 	}
 	// The environment comes back once the invocation ends, and is reused.
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().Busy > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	release()
+	eventually(t, "the held invocation ended", func() bool { return p.Stats().Busy == 0 })
 	if _, err := invokeEcho(context.Background(), p, ""); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Started != 1 || s.Invocations != 2 {
+	if s := p.Stats(); s.Started != 1 || s.Invocations != 3 {
 		t.Errorf("got stats %+v, want the one environment reused", s)
 	}
 }
 
+// TestPoolStartErrorWrapsContext checks that an environment start cut
+// short by the caller's context says so and wraps the context's error,
+// instead of blaming the emulator.
+func TestPoolStartErrorWrapsContext(t *testing.T) {
+	p, _ := newEchoPool(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e, err := startEnvironment(ctx, &p.cfg, p.environ, p.out, 1)
+	if err == nil {
+		e.stop()
+		t.Fatal("started an environment with a cancelled context")
+	}
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrStart) {
+		t.Errorf("got %v, want ErrStart wrapping context.Canceled", err)
+	}
+	if !strings.Contains(err.Error(), "caller gave up") {
+		t.Errorf("got %q, want it to say the caller gave up", err)
+	}
+}
+
 func TestPoolCloseLeavesNoProcess(t *testing.T) {
-	p, _ := newEchoPool(t, func(c *PoolConfig) { c.MaxConcurrency = 3 })
+	p, _ := newEchoPool(t, func(c *PoolConfig) {
+		c.MaxConcurrency = 3
+		c.Function.Timeout = heldTimeout
+	})
 	ctx := context.Background()
+	// Two invocations held together run in two environments.
+	hold, release := newHold(t)
 	var runtimes []int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -327,7 +408,7 @@ func TestPoolCloseLeavesNoProcess(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := invokeEcho(ctx, p, "sleep=200ms")
+			a, err := invokeEcho(ctx, p, hold)
 			if err != nil {
 				t.Error(err)
 				return
@@ -337,17 +418,17 @@ func TestPoolCloseLeavesNoProcess(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
+	eventually(t, "2 invocations busy", func() bool { return p.Stats().Busy == 2 })
+	release()
 	wg.Wait()
-	// One more invocation is still running when Close is called.
+	// One more invocation is still running, held, when Close is called.
+	forever, _ := newHold(t)
 	inflight := make(chan error, 1)
 	go func() {
-		_, err := invokeEcho(ctx, p, "sleep=30s")
+		_, err := invokeEcho(ctx, p, forever)
 		inflight <- err
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().Busy < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, "1 invocation busy", func() bool { return p.Stats().Busy == 1 })
 	emulators := p.PIDs()
 	var all []int
 	for _, e := range emulators {
@@ -363,13 +444,15 @@ func TestPoolCloseLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Close took %v", time.Since(start))
+	// Close waits for the processes to exit; the invocation's answer
+	// follows at once.
 	select {
 	case err := <-inflight:
 		if err == nil {
 			t.Error("in-flight invocation succeeded after Close, want an error")
 		}
-	case <-time.After(5 * time.Second):
-		t.Error("in-flight invocation still waiting 5s after Close")
+	case <-time.After(patience):
+		t.Errorf("in-flight invocation still waiting %v after Close", patience)
 	}
 	for _, pid := range append(all, runtimes...) {
 		if alive(pid) {

@@ -22,8 +22,9 @@ const InstallHint = "install moto with its server: pip install 'moto[server]' (m
 
 // DefaultStartTimeout is how long [Start] waits for moto_server to answer
 // when [Options.StartTimeout] is zero. Python takes a few seconds to import
-// moto's service models on a busy machine.
-const DefaultStartTimeout = time.Minute
+// moto's service models on a busy machine, and a wait returns as soon as
+// moto_server answers.
+const DefaultStartTimeout = 2 * time.Minute
 
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
 const stopGrace = 5 * time.Second

@@ -100,6 +100,11 @@ func descendants(pid int) []int {
 	return out
 }
 
+// patience bounds each wait for the command's processes: generous, since a
+// machine busy with a parallel test run can take many seconds to start
+// dynalite and the emulators. A wait returns as soon as its event happens.
+const patience = 3 * time.Minute
+
 // eventuallyGone waits until none of pids is alive or timeout passes. A
 // process that has closed its output may still be exiting.
 func eventuallyGone(pids []int, timeout time.Duration) {
@@ -212,8 +217,8 @@ func runAndStop(t *testing.T, sig os.Signal, viaParent bool) {
 	var url string
 	select {
 	case url = <-base:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no banner after 60s\nstdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+	case <-time.After(patience):
+		t.Fatalf("no banner after %v\nstdout:\n%s\nstderr:\n%s", patience, out.String(), stderr.String())
 	}
 	// The template's routes are behind AWS_IAM: sign as curl --aws-sigv4 does.
 	req, err := http.NewRequest("POST", url+"/payments", strings.NewReader(`{"amount":1}`))
@@ -232,8 +237,8 @@ func runAndStop(t *testing.T, sig os.Signal, viaParent bool) {
 	}
 	select {
 	case <-scheduled:
-	case <-time.After(30 * time.Second):
-		t.Errorf("the scheduled function did not run\n%s", out.String())
+	case <-time.After(patience):
+		t.Errorf("the scheduled function did not run within %v\n%s", patience, out.String())
 	}
 
 	kids := descendants(cmd.Process.Pid)
@@ -265,11 +270,11 @@ func runAndStop(t *testing.T, sig os.Signal, viaParent bool) {
 
 			t.Errorf("exit: %v\nstderr:\n%s", err, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30s after %v\n%s", sig, out.String())
+	case <-time.After(patience):
+		t.Fatalf("still running %v after %v\n%s", patience, sig, out.String())
 	}
 	t.Logf("stopped %d child processes in %v", len(kids), time.Since(start))
-	eventuallyGone(kids, 5*time.Second)
+	eventuallyGone(kids, patience)
 	for i, pid := range kids {
 		if alive(pid) {
 			t.Errorf("process %d (%s) still running after exit", pid, names[i])

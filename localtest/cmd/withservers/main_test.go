@@ -36,7 +36,7 @@ func helper(code string) {
 	}
 	if os.Getenv("WITHSERVERS_PING") != "" {
 		seen["postgres"], seen["redis"], seen["cluster"], seen["pgbouncer"] = "down", "down", "down", "down"
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // generous: a busy machine
 		defer cancel()
 		if c, err := pgconn.Connect(ctx, seen["DATABASE_URL"]); err == nil {
 			seen["postgres"] = "up"

@@ -158,12 +158,21 @@ func PingDynamoDB(ctx context.Context, client *http.Client, endpoint string) err
 	return nil
 }
 
+// errWaitTimeout is the cause of WaitDynamoDB's own deadline.
+var errWaitTimeout = errors.New("wait timeout")
+
 // WaitDynamoDB polls endpoint with PingDynamoDB until it answers, the
 // server's process exits (done is closed), ctx ends or timeout passes. A
 // request to a port that accepts but never answers does not outlast the
 // process: it ends as soon as the process exits.
+//
+// When ctx ends first, the error says that the caller gave up and wraps
+// ctx's error; when timeout passes, it says the server did not answer in
+// time.
 func WaitDynamoDB(ctx context.Context, endpoint string, timeout time.Duration, done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	start := time.Now()
+	parent := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
 	defer cancel()
 	reqCtx, cancelReq := context.WithCancel(ctx)
 	defer cancelReq()
@@ -189,7 +198,11 @@ func WaitDynamoDB(ctx context.Context, endpoint string, timeout time.Duration, d
 		case <-done:
 			return errors.New("process exited while starting")
 		case <-ctx.Done():
-			return fmt.Errorf("after %v: %v (last request: %v)", timeout, ctx.Err(), last)
+			if parent.Err() != nil {
+				return fmt.Errorf("not answering yet when the caller gave up after %v (last request: %v): %w",
+					time.Since(start).Round(time.Millisecond), last, context.Cause(parent))
+			}
+			return fmt.Errorf("not answering after %v (last request: %v)", timeout, last)
 		case <-tick.C:
 		}
 	}

@@ -3,6 +3,9 @@
 // event with a JSON body holding the event it got, its process id and
 // selected environment variables. Query parameters steer it:
 //
+//	hold=PATH       first wait until the file PATH exists, polling, at most
+//	                until the invocation's deadline: a test releases the
+//	                invocation by creating the file
 //	sleep=DURATION  sleep first (honours the invocation deadline: no)
 //	panic=1         panic in the handler
 //	error=1         return an error (a function error)
@@ -49,6 +52,9 @@ func handle(ctx context.Context, event json.RawMessage) (json.RawMessage, error)
 		return json.Marshal(a)
 	}
 	q, _ := url.ParseQuery(ev.RawQueryString)
+	if path := q.Get("hold"); path != "" {
+		hold(ctx, path)
+	}
 	if d, err := time.ParseDuration(q.Get("sleep")); err == nil {
 		time.Sleep(d)
 	}
@@ -85,6 +91,22 @@ func handle(ctx context.Context, event json.RawMessage) (json.RawMessage, error)
 		"headers":    map[string]string{"content-type": "application/json", "x-echo-pid": fmt.Sprint(os.Getpid())},
 		"body":       string(body),
 	})
+}
+
+// hold returns once the file at path exists or ctx ends.
+func hold(ctx context.Context, path string) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func main() {
