@@ -154,6 +154,8 @@ func (s *Store) Forget(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("dynamostore: forget: %w", err)
 	}
+	// New wraps every client in a conflictRetrier, which is a Deleter
+	// and refuses the call when the client it wraps has no DeleteItem.
 	del, ok := s.client.(Deleter)
 	if !ok {
 		return fmt.Errorf("dynamostore: forget %s: client %T has no DeleteItem", dedupe.KeyRef(key), s.client)

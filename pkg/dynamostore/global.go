@@ -172,3 +172,13 @@ func retryConflict[T any](ctx context.Context, write func() (T, error)) (T, erro
 		wait *= 2
 	}
 }
+
+// DeleteItem passes Forget's delete to the wrapped client, retried like
+// the writes, when that client has one (see Deleter).
+func (c conflictRetrier) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	del, ok := c.Client.(Deleter)
+	if !ok {
+		return nil, fmt.Errorf("client %T has no DeleteItem", c.Client)
+	}
+	return retryConflict(ctx, func() (*dynamodb.DeleteItemOutput, error) { return del.DeleteItem(ctx, in, o...) })
+}

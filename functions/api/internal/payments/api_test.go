@@ -659,15 +659,22 @@ type downRepo struct {
 	applied bool
 }
 
-// recordingRepo records what is put and stores nothing.
-type recordingRepo struct {
-	memoryRepo
-	put []payments.Payment
+// clashRepo plants another payment of 1000 under the ID of the first
+// payment put, just before putting it.
+type clashRepo struct {
+	*memoryRepo
+	earlier payments.Payment
 }
 
-func (r *recordingRepo) Put(_ context.Context, p payments.Payment) (payments.Payment, error) {
-	r.put = append(r.put, p)
-	return p, nil
+func (r *clashRepo) Put(ctx context.Context, p payments.Payment) (payments.Payment, error) {
+	if r.earlier.ID == "" {
+		r.earlier = p
+		r.earlier.Amount = 1000
+		if _, err := r.memoryRepo.Put(ctx, r.earlier); err != nil {
+			return payments.Payment{}, err
+		}
+	}
+	return r.memoryRepo.Put(ctx, p)
 }
 
 func (r *downRepo) Put(ctx context.Context, p payments.Payment) (payments.Payment, error) {
@@ -709,27 +716,20 @@ func TestRepositoryUnavailable(t *testing.T) {
 	// ID) used to be answered 201 and logged "reconcile"; the client was
 	// told of a payment GET /payments/{id} showed differently.
 	t.Run("refused", func(t *testing.T) {
-		repo := newMemoryRepo()
+		// Another payment already holds the ID this request writes: the
+		// repository has a different row under it by the time the
+		// payment is put. (The ID comes from the claim's downstream key,
+		// which names the record's life, so the test cannot compute it
+		// ahead; clashRepo plants the other row at the first Put.)
+		repo := &clashRepo{memoryRepo: newMemoryRepo()}
 		e := newEnv(t, backend{"refused", func(*testing.T) (dedupe.Store, payments.Repository) { return memstore.New(), repo }})
 		req := create(t, "refused-1", charge(5000, payments.TokVisa))
-		// Another payment already holds the ID this request will write.
-		probe := &recordingRepo{}
-		api, err := payments.New(payments.Config{Repository: probe, Processor: &payments.SimulatedProcessor{}, Now: e.clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		api.Handler(dedupe.New(memstore.New(), &dedupe.Config{Prefix: "api-test", Now: e.clock.Now}))(context.Background(), req)
-		if len(probe.put) != 1 {
-			t.Fatalf("probe wrote %d payments, want 1", len(probe.put))
-		}
-		earlier := probe.put[0]
-		earlier.Amount = 1000
-		if _, err := repo.Put(context.Background(), earlier); err != nil {
-			t.Fatal(err)
-		}
 		r := e.send(req)
 		wantProblem(t, r, 500, payments.ProblemNotRecorded)
-		if got, err := repo.Get(context.Background(), earlier.ID); err != nil || got.Amount != 1000 {
+		if repo.earlier.ID == "" {
+			t.Fatal("no payment was put")
+		}
+		if got, err := repo.Get(context.Background(), repo.earlier.ID); err != nil || got.Amount != 1000 {
 			t.Errorf("the earlier payment = %+v, %v; want it untouched", got, err)
 		}
 	})
