@@ -75,10 +75,18 @@ func TestEnsureTablesDynalite(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := out.Table
-	if len(d.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("indexes: got %d, want 1", len(d.GlobalSecondaryIndexes))
+	if len(d.GlobalSecondaryIndexes) != 2 {
+		t.Fatalf("indexes: got %d, want 2 (inflight and ref)", len(d.GlobalSecondaryIndexes))
 	}
-	gsi := d.GlobalSecondaryIndexes[0]
+	var gsi types.GlobalSecondaryIndexDescription
+	for _, g := range d.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == "inflight" {
+			gsi = g
+		}
+	}
+	if gsi.IndexName == nil {
+		t.Fatal("no index named inflight")
+	}
 	projected := append([]string(nil), gsi.Projection.NonKeyAttributes...)
 	sort.Strings(projected)
 	tests := []struct {

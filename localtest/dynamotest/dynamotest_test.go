@@ -115,8 +115,8 @@ func TestIdempotencyTableWithoutTemplate(t *testing.T) {
 	t.Chdir(t.TempDir())
 	name := dynamotest.IdempotencyTable(t, client)
 	out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if err != nil || len(out.Table.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("DescribeTable(%s) = %v; want the table with its in-flight index", name, err)
+	if err != nil || len(out.Table.GlobalSecondaryIndexes) != 2 {
+		t.Fatalf("DescribeTable(%s) = %v; want the table with its in-flight and ref indexes", name, err)
 	}
 	f := &fakeTB{TB: t}
 	dynamotest.CreateTables(f, client, "PaymentsTable")
