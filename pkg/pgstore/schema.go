@@ -49,8 +49,7 @@ var MigrationProvenance string
 // deploying this version; it changes no table, and writers of earlier
 // versions keep working beside it. It is idempotent (CREATE OR REPLACE)
 // but, like any CREATE OR REPLACE FUNCTION, must not run from two
-// sessions at once; CreateSchema runs it after the table lock of
-// MigrationFirstToken, in one transaction, so it may.
+// sessions at once; CreateSchema takes a lock first, so it may.
 //
 //go:embed migrations/004_functions.sql
 var MigrationFunctions string
@@ -69,6 +68,14 @@ func forTable(sql, table string) string {
 	return strings.ReplaceAll(sql, DefaultTable, table)
 }
 
+// schemaLock is the first statement of CreateSchema's transaction: a
+// transaction-scoped advisory lock on the table's name, so that
+// concurrent calls for one table run one after the other. Without it
+// they deadlock (CREATE INDEX IF NOT EXISTS takes a share lock that the
+// ALTER TABLE after it must upgrade), and two CREATE OR REPLACE FUNCTION
+// of one function fail.
+const schemaLock = "SELECT pg_advisory_xact_lock(hashtextextended('pgstore.CreateSchema dedupe_records', 0));\n"
+
 // CreateSchema creates the table (and its indexes) that a Store with
 // Options.Table = table uses, unless they exist, and its claim function:
 // it runs Migration, MigrationFirstToken, MigrationProvenance and
@@ -77,8 +84,9 @@ func forTable(sql, table string) string {
 // means DefaultTable.
 // It is one round trip (a multi-statement simple-protocol query, which
 // PostgreSQL runs as one transaction), so it also works through
-// PgBouncer; concurrent calls take turns on the table's lock (the ALTER
-// TABLE of MigrationFirstToken), so cold starts may each call it.
+// PgBouncer. Concurrent calls for one table take turns (a
+// transaction-scoped advisory lock on its name), so cold starts may each
+// call it.
 func CreateSchema(ctx context.Context, c Client, table string) error {
 	if table == "" {
 		table = DefaultTable
@@ -86,7 +94,7 @@ func CreateSchema(ctx context.Context, c Client, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	if _, err := c.Exec(ctx, forTable(Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions, table)); err != nil {
+	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions, table)); err != nil {
 		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
 	}
 	return nil
