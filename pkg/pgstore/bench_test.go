@@ -4,41 +4,60 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lambda-dedupe/dedupe/localtest/pgtest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
 )
 
 // BenchmarkPostgres measures one request three ways, side by side,
-// against the test server, in the default query mode and in exec mode
-// (what PgBouncer's transaction mode needs):
+// against the test server, in the default query mode, in exec mode (what
+// PgBouncer's transaction mode needs), and in exec mode through PgBouncer
+// in transaction mode when PGBOUNCER_URL is set ("pgbouncer"):
 //
+//   - raw: the floor, the plainest statements doing the same round trips
+//     on the same table, through the same connections and query mode
+//     (INSERT … ON CONFLICT DO NOTHING, then UPDATE; a replay is one
+//     SELECT by key);
 //   - guard: dedupe.Guard.Run over the store (key scoping, fingerprint,
 //     claim, the handler, completion);
-//   - store: the store's calls alone (Claim, then Complete);
-//   - raw: the floor, the plainest statements doing the same round trips
-//     on the same table (INSERT … ON CONFLICT DO NOTHING, then UPDATE; a
-//     replay is one SELECT by key).
+//   - store: the store's calls alone (Claim, then Complete).
 //
-// calls/op counts round trips per request. Compare ns/op across the rows.
+// calls/op counts round trips per request; x-floor is the row's ns/op
+// divided by that of the raw row of its mode and kind (fresh or replay),
+// measured just before it in the same run.
 func BenchmarkPostgres(b *testing.B) {
-	p := newPool(b)
+	direct := newPool(b)
 	ctx := context.Background()
-	table := newTable(b, p)
+	table := newTable(b, direct)
 	body := []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)
 	fn := func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{StatusCode: 201, Headers: map[string][]string{"Content-Type": {"application/json"}}, Body: body}, nil
 	}
 	res, _ := fn(ctx)
-	for _, m := range []struct {
+	type mode struct {
 		name string
+		pool *pgxpool.Pool
 		mode pgx.QueryExecMode
-	}{{"default", 0}, {"exec", pgx.QueryExecModeExec}} {
+	}
+	modes := []mode{{"default", direct, 0}, {"exec", direct, pgx.QueryExecModeExec}}
+	if url := os.Getenv(pgtest.EnvPgBouncerURL); url != "" {
+		bouncer, err := pgxpool.New(ctx, url)
+		if err != nil {
+			b.Fatalf("%s: %v", pgtest.EnvPgBouncerURL, err)
+		}
+		b.Cleanup(bouncer.Close)
+		modes = append(modes, mode{"pgbouncer", bouncer, pgx.QueryExecModeExec})
+	}
+	for _, m := range modes {
+		p := m.pool
 		counted := &counter{Client: p}
 		s := newStore(b, counted, pgstore.Options{Table: table, ExecMode: m.mode})
 		g := dedupe.New(s, &dedupe.Config{Prefix: "bench", Now: func() time.Time { return base }})
@@ -51,61 +70,13 @@ func BenchmarkPostgres(b *testing.B) {
 			}
 			return append([]any{m.mode}, a...)
 		}
-		b.Run(m.name+"/guard/fresh", func(b *testing.B) {
-			prefix, n := rand.Text(), 0
-			counted.take()
-			for b.Loop() {
-				n++
-				if _, err := g.Run(ctx, prefix+strconv.Itoa(n), "fp", fn); err != nil {
-					b.Fatal(err)
-				}
+		perOp := func(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
+		floor := map[string]float64{}
+		vsFloor := func(b *testing.B, kind string) {
+			if f := floor[kind]; f > 0 {
+				b.ReportMetric(perOp(b)/f, "x-floor")
 			}
-			calls(b, n)
-		})
-		b.Run(m.name+"/guard/replay", func(b *testing.B) {
-			k := rand.Text()
-			if _, err := g.Run(ctx, k, "fp", fn); err != nil {
-				b.Fatal(err)
-			}
-			n := 0
-			counted.take()
-			for b.Loop() {
-				n++
-				if out, err := g.Run(ctx, k, "fp", fn); err != nil || !out.Replayed {
-					b.Fatalf("replay = %+v, %v", out, err)
-				}
-			}
-			calls(b, n)
-		})
-		b.Run(m.name+"/store/fresh", func(b *testing.B) {
-			prefix, n := rand.Text(), 0
-			counted.take()
-			for b.Loop() {
-				n++
-				k := prefix + strconv.Itoa(n)
-				if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Complete(ctx, dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: res}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			calls(b, n)
-		})
-		b.Run(m.name+"/store/replay", func(b *testing.B) {
-			k := rand.Text()
-			s.Claim(ctx, claim(k, "fp", "tok", base))
-			s.Complete(ctx, dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: res})
-			n := 0
-			counted.take()
-			for b.Loop() {
-				n++
-				if r, err := s.Claim(ctx, claim(k, "fp", "tok-2", base)); err != nil || r.Acquired {
-					b.Fatalf("claim = %+v, %v", r, err)
-				}
-			}
-			calls(b, n)
-		})
+		}
 		insert := fmt.Sprintf(`INSERT INTO %s (key, status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at)
 			VALUES ($1::bytea, 'IN_PROGRESS', 'fp', 'tok', 0, 0, 0, 0) ON CONFLICT DO NOTHING`, table)
 		update := fmt.Sprintf(`UPDATE %s SET status = 'COMPLETED', res_status = 201, res_body = $2::bytea WHERE key = $1::bytea`, table)
@@ -122,6 +93,7 @@ func BenchmarkPostgres(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			floor["fresh"] = perOp(b)
 			b.ReportMetric(2, "calls/op")
 		})
 		b.Run(m.name+"/raw/replay", func(b *testing.B) {
@@ -136,7 +108,67 @@ func BenchmarkPostgres(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			floor["replay"] = perOp(b)
 			b.ReportMetric(1, "calls/op")
+		})
+		b.Run(m.name+"/guard/fresh", func(b *testing.B) {
+			prefix, n := rand.Text(), 0
+			counted.take()
+			for b.Loop() {
+				n++
+				if _, err := g.Run(ctx, prefix+strconv.Itoa(n), "fp", fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+			calls(b, n)
+			vsFloor(b, "fresh")
+		})
+		b.Run(m.name+"/guard/replay", func(b *testing.B) {
+			k := rand.Text()
+			if _, err := g.Run(ctx, k, "fp", fn); err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			counted.take()
+			for b.Loop() {
+				n++
+				if out, err := g.Run(ctx, k, "fp", fn); err != nil || !out.Replayed {
+					b.Fatalf("replay = %+v, %v", out, err)
+				}
+			}
+			calls(b, n)
+			vsFloor(b, "replay")
+		})
+		b.Run(m.name+"/store/fresh", func(b *testing.B) {
+			prefix, n := rand.Text(), 0
+			counted.take()
+			for b.Loop() {
+				n++
+				k := prefix + strconv.Itoa(n)
+				if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Complete(ctx, dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: res}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			calls(b, n)
+			vsFloor(b, "fresh")
+		})
+		b.Run(m.name+"/store/replay", func(b *testing.B) {
+			k := rand.Text()
+			s.Claim(ctx, claim(k, "fp", "tok", base))
+			s.Complete(ctx, dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: res})
+			n := 0
+			counted.take()
+			for b.Loop() {
+				n++
+				if r, err := s.Claim(ctx, claim(k, "fp", "tok-2", base)); err != nil || r.Acquired {
+					b.Fatalf("claim = %+v, %v", r, err)
+				}
+			}
+			calls(b, n)
+			vsFloor(b, "replay")
 		})
 	}
 }

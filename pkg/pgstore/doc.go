@@ -11,8 +11,9 @@
 // One row per key, in the table of migrations/001_dedupe_records.sql
 // (Migration) with the columns migrations/002_first_token.sql adds
 // (MigrationFirstToken) and those and the index migrations/003_provenance.sql
-// adds (MigrationProvenance); CreateSchema applies all three. The columns are
-// dynamostore's attributes:
+// adds (MigrationProvenance), and the claim function of
+// migrations/004_functions.sql (MigrationFunctions), named after the table;
+// CreateSchema applies all four. The columns are dynamostore's attributes:
 //
 //	column            type     meaning
 //	key               bytea    the full key (primary key)
@@ -43,12 +44,17 @@
 //
 // # One statement per call
 //
-// Claim is one INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement: the
-// conflict update applies only when the key is free for the request
-// (dedupe.Record.FreeFor: expired; IN_PROGRESS with the caller's token;
-// IN_PROGRESS with its lease run out and the caller's fingerprint), and a
-// second CTE returns the existing row when it does not, so a duplicate
-// costs one round trip too. A claim of an absent or expired key starts a
+// Claim is one call of the table's PL/pgSQL function (MigrationFunctions),
+// whose plans PostgreSQL caches per session, so that the claim is not
+// planned again on every call where statements cannot be prepared
+// (PgBouncer in transaction mode). The function reads the row by key and
+// returns it when it is not free for the request (dedupe.Record.FreeFor:
+// expired; IN_PROGRESS with the caller's token; IN_PROGRESS with its lease
+// run out and the caller's fingerprint), so a duplicate writes and locks
+// nothing; otherwise it runs one INSERT … ON CONFLICT (key) DO UPDATE …
+// WHERE statement whose conflict update applies only when the key is free
+// for the request, and whose second CTE returns the existing row when it
+// does not. A duplicate costs one round trip too. A claim of an absent or expired key starts a
 // new life (first_token = the caller's token); a takeover or the owner's
 // own re-claim keeps the row's. Complete and Release are one UPDATE each,
 // fenced by the owner token; Release ends the lease and keeps the row, so

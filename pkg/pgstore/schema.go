@@ -11,7 +11,8 @@ import (
 // Migration is the schema of the store's table, as a migration file
 // (migrations/001_dedupe_records.sql) for tools that apply SQL files. It
 // names the table dedupe_records, DefaultTable. Apply
-// MigrationFirstToken and then MigrationProvenance after it.
+// MigrationFirstToken, MigrationProvenance and MigrationFunctions after
+// it, in that order.
 //
 //go:embed migrations/001_dedupe_records.sql
 var Migration string
@@ -36,6 +37,23 @@ var MigrationFirstToken string
 //go:embed migrations/003_provenance.sql
 var MigrationProvenance string
 
+// MigrationFunctions is the fourth migration file
+// (migrations/004_functions.sql): it creates the PL/pgSQL function
+// dedupe_records_claim, the claim Store.Claim calls. PostgreSQL caches
+// its plans per session, so behind a pooler that cannot keep prepared
+// statements (PgBouncer in transaction mode, RDS Proxy) a claim is not
+// planned again on every call, and a duplicate is answered by a plain
+// read. The function is named after the table: for a table other than
+// dedupe_records, put its name in place of dedupe_records throughout the
+// file, as CreateSchema does. The store calls it, so apply it before
+// deploying this version; it changes no table, and writers of earlier
+// versions keep working beside it. It is idempotent (CREATE OR REPLACE)
+// but, like any CREATE OR REPLACE FUNCTION, must not run from two
+// sessions at once; CreateSchema takes a lock first, so it may.
+//
+//go:embed migrations/004_functions.sql
+var MigrationFunctions string
+
 // DefaultTable is the table name of Migration, used when Options.Table is
 // empty.
 const DefaultTable = "dedupe_records"
@@ -50,13 +68,25 @@ func forTable(sql, table string) string {
 	return strings.ReplaceAll(sql, DefaultTable, table)
 }
 
+// schemaLock is the first statement of CreateSchema's transaction: a
+// transaction-scoped advisory lock on the table's name, so that
+// concurrent calls for one table run one after the other. Without it
+// they deadlock (CREATE INDEX IF NOT EXISTS takes a share lock that the
+// ALTER TABLE after it must upgrade), and two CREATE OR REPLACE FUNCTION
+// of one function fail.
+const schemaLock = "SELECT pg_advisory_xact_lock(hashtextextended('pgstore.CreateSchema dedupe_records', 0));\n"
+
 // CreateSchema creates the table (and its indexes) that a Store with
-// Options.Table = table uses, unless they exist: it runs Migration,
-// MigrationFirstToken and MigrationProvenance with table in place of dedupe_records, so it also
+// Options.Table = table uses, unless they exist, and its claim function:
+// it runs Migration, MigrationFirstToken, MigrationProvenance and
+// MigrationFunctions with table in place of dedupe_records, so it also
 // brings a table made by an earlier version up to date. An empty table
 // means DefaultTable.
-// It is one round trip (a multi-statement simple-protocol query), so it
-// also works through PgBouncer.
+// It is one round trip (a multi-statement simple-protocol query, which
+// PostgreSQL runs as one transaction), so it also works through
+// PgBouncer. Concurrent calls for one table take turns (a
+// transaction-scoped advisory lock on its name), so cold starts may each
+// call it.
 func CreateSchema(ctx context.Context, c Client, table string) error {
 	if table == "" {
 		table = DefaultTable
@@ -64,7 +94,7 @@ func CreateSchema(ctx context.Context, c Client, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	if _, err := c.Exec(ctx, forTable(Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance, table)); err != nil {
+	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions, table)); err != nil {
 		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,6 +84,7 @@ type Store struct {
 	maxResult int
 	attempts  int
 	sql       statements
+	claimFunc string // the claim function's name, for errors
 }
 
 // statements are the store's SQL, with the table name in place.
@@ -120,6 +122,7 @@ func New(c Client, opts Options) (*Store, error) {
 	if s.attempts == 0 {
 		s.attempts = DefaultAttempts
 	}
+	s.claimFunc = forTable(claimFunction, table)
 	s.sql = statements{
 		claim:          forTable(claimSQL, table),
 		complete:       forTable(completeSQL, table),
@@ -170,50 +173,31 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
        res_status, res_headers, res_body, res_omitted, request_id, trace,
        CASE WHEN first_token_owner = owner THEN first_token END`
 
-// claimSQL is Claim's one statement. The insert's conflict update applies
-// only when the key is free for the request (dedupe.Record.FreeFor):
-// expired (expires_at < now_s), or IN_PROGRESS with the caller's token,
-// or IN_PROGRESS with its lease run out (lease < now_ms) and the caller's
-// fingerprint. When it does not apply, the conflicting row is locked and
-// the second CTE reads it FOR SHARE, which follows the row to its latest
-// committed version, so a duplicate gets the existing record in the same
-// round trip.
+// claimSQL is Claim's one statement: a call of the server-side function
+// of migrations/004_functions.sql (MigrationFunctions), named after the
+// table. The function first reads the row by key and, when it is there
+// and not free for the request (dedupe.Record.FreeFor: expired, or
+// IN_PROGRESS with the caller's token, or IN_PROGRESS with its lease run
+// out and the caller's fingerprint), returns it, read-only; otherwise it
+// runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement whose
+// update applies only when the key is free for the request and whose
+// second CTE returns the conflicting row, FOR SHARE, when it does not.
+// PostgreSQL caches the function's plans per session, so the claim is
+// planned once per server connection even in the query modes that cannot
+// prepare statements (PgBouncer in transaction mode).
 //
 // A claim of an absent or expired key starts a new life (first_token is
 // the caller's token); a takeover or the owner's own re-claim keeps the
 // row's life: its first_token (while first_token_owner = owner), else its
 // owner.
 //
-//	$1 key  $2 fingerprint  $3 token  $4 lease_ms  $5 expires_s  $6 now_ms  $7 now_s
-const claimSQL = `
-WITH claimed AS (
-    INSERT INTO dedupe_records AS r
-        (key, status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at, inflight,
-         request_id, trace, first_token, first_token_owner)
-    VALUES ($1::bytea, 'IN_PROGRESS', $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $6::bigint, true,
-            NULLIF($8::text, ''), NULLIF($9::text, ''), $3::text, $3::text)
-    ON CONFLICT (key) DO UPDATE SET
-        first_token = CASE WHEN r.expires_at < $7::bigint THEN excluded.owner
-            ELSE COALESCE(CASE WHEN r.first_token_owner = r.owner THEN r.first_token END, r.owner) END,
-        first_token_owner = excluded.owner,
-        status = 'IN_PROGRESS', fingerprint = excluded.fingerprint, owner = excluded.owner,
-        lease_expires_at = excluded.lease_expires_at, expires_at = excluded.expires_at,
-        created_at = excluded.created_at, updated_at = excluded.updated_at,
-        res_status = NULL, res_headers = NULL, res_body = NULL, res_omitted = false, inflight = true,
-        request_id = excluded.request_id, trace = excluded.trace
-    WHERE r.expires_at < $7::bigint
-       OR (r.status = 'IN_PROGRESS' AND (r.owner = excluded.owner
-           OR (r.lease_expires_at < $6::bigint AND r.fingerprint = excluded.fingerprint)))
-    RETURNING true AS acquired, ` + recordColumns + `
-), existing AS (
-    SELECT false AS acquired, ` + recordColumns + `
-    FROM dedupe_records
-    WHERE key = $1::bytea AND NOT EXISTS (SELECT 1 FROM claimed)
-    FOR SHARE
-)
-SELECT * FROM claimed
-UNION ALL
-SELECT * FROM existing`
+//	$1 key  $2 fingerprint  $3 token  $4 lease_ms  $5 expires_s  $6 now_ms  $7 now_s  $8 request_id  $9 trace
+const claimSQL = `SELECT * FROM dedupe_records_claim($1::bytea, $2::text, $3::text, $4::bigint, $5::bigint,
+    $6::bigint, $7::bigint, $8::text, $9::text)`
+
+// claimFunction is the function claimSQL calls, as CreateSchema names it
+// for DefaultTable.
+const claimFunction = "dedupe_records_claim"
 
 // completeSQL is Complete's statement, fenced by the token and the
 // record's expiry. It takes the row out of the in-flight index.
@@ -246,21 +230,24 @@ WHERE key = $1::bytea AND owner = $2::text AND status = 'IN_PROGRESS'
 // getSQL is Get's statement; expiry is checked on the row read.
 const getSQL = `SELECT ` + recordColumns + ` FROM dedupe_records WHERE key = $1::bytea`
 
-// Claim implements dedupe.Store with one INSERT … ON CONFLICT DO UPDATE …
-// WHERE statement (claimSQL), which returns the new record or the
-// existing one.
+// Claim implements dedupe.Store with one statement (claimSQL), a call of
+// the table's claim function (MigrationFunctions), which returns the new
+// record or the existing one. A duplicate of a record that is not free
+// for the request is answered from a plain read by key: it writes and
+// locks nothing. The table needs migrations 001 to 004 (CreateSchema);
+// without 004 every claim fails with an error that says so.
 //
 // One race costs more: when the conflicting row was inserted by a claim
-// that committed after this statement's snapshot was taken, the statement
+// that committed after the claim's snapshot was taken, the statement
 // cannot see the row it conflicted with (PostgreSQL's READ COMMITTED
-// rules) and returns nothing. Claim then runs the statement again, up to
+// rules) and returns nothing. Claim then calls the function again, up to
 // three times in all; a row still unseen (it was deleted meanwhile)
 // yields Acquired false with a zero Record, as the contract allows.
 //
-// A duplicate writes no new row version, but it does lock the row for
-// the statement's length (ON CONFLICT DO UPDATE locks the row it
-// conflicts with even when its WHERE is false), so duplicates of one key
-// take turns; the lock is released when the statement ends.
+// A claim that does take the key, or finds it free but loses it to a
+// concurrent claim, locks the row for the statement's length (ON
+// CONFLICT DO UPDATE locks the row it conflicts with even when its WHERE
+// is false); the lock is released when the statement ends.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("pgstore: claim: %w", err)
@@ -278,7 +265,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 			continue
 		}
 		if err != nil {
-			return dedupe.ClaimResult{}, wrapErr("claim", req.Key, err)
+			return dedupe.ClaimResult{}, s.claimErr(req.Key, err)
 		}
 		rec, err := row.record(req.Key)
 		if err != nil {
@@ -287,6 +274,19 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{Acquired: acquired, Record: rec}, nil
 	}
 	return dedupe.ClaimResult{}, nil
+}
+
+// claimErr wraps a failed claim of key, naming the missing migration when
+// the table's claim function does not exist (SQLSTATE 42883,
+// undefined_function).
+func (s *Store) claimErr(key string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42883" && strings.Contains(pgErr.Message, s.claimFunc) {
+		return fmt.Errorf("pgstore: claim %s: function %s is missing: apply migrations/004_functions.sql "+
+			"(pgstore.MigrationFunctions) for table %s, or run pgstore.CreateSchema, before deploying this version: %w",
+			dedupe.KeyRef(key), s.claimFunc, s.table, err)
+	}
+	return wrapErr("claim", key, err)
 }
 
 // Complete implements dedupe.Store with one UPDATE fenced by the owner
