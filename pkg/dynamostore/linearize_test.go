@@ -44,11 +44,17 @@ func TestLinearizable(t *testing.T) {
 // non-atomic conditional writes (see package localtest/moto): on a
 // moto_server started without its serializing proxy, concurrent claims on
 // one key both succeed now and then, and some history must fail the
-// check. It runs in make test's moto pass (DEDUPE_DYNAMODB_SERVER=moto),
-// where moto_server is known to be installed.
+// check.
+//
+// moto's race shows only when the machine is loaded: since a fresh claim
+// became a plain attribute_not_exists write, 240 one-key histories on an
+// idle machine found none, while the same test on a loaded one found one
+// history in eight. A test whose verdict depends on the machine's load
+// is a defect in make test, so this one runs only on demand, under load:
+// DEDUPE_MOTO_RACE=1 with the moto server (see docs/linearizability.md).
 func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
-	if dynamotest.ServerKind() != dynamotest.Moto {
-		t.Skipf("runs in the moto pass of make test (%s=moto)", dynamotest.EnvServer)
+	if os.Getenv("DEDUPE_MOTO_RACE") == "" || dynamotest.ServerKind() != dynamotest.Moto {
+		t.Skipf("on demand, under CPU load: DEDUPE_MOTO_RACE=1 with %s=moto", dynamotest.EnvServer)
 	}
 	srv, err := moto.Start(context.Background(), moto.Options{Concurrent: true})
 	if errors.Is(err, moto.ErrNotInstalled) && os.Getenv("CI") == "" {
@@ -63,6 +69,10 @@ func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
 	// About one history in eight catches the race; ExpectViolation stops
 	// at the first, so 80 fail to find it once in some 40,000 runs.
 	cfg := contention(table, at)
+	// Every client races for one key: since a fresh claim became a plain
+	// attribute_not_exists write, moto's window is narrow, and spreading
+	// the clients over 8 keys found it in none of 80 histories.
+	cfg.Keys = 1
 	cfg.Histories = envHistories(80)
 	linearize.ExpectViolation(t, cfg)
 }
