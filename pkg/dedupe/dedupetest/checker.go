@@ -103,17 +103,7 @@ type CheckConfig struct {
 // with DEDUPE_CHECK_SEED=<seed> DEDUPE_CHECK_HISTORIES=1.
 func Check(t *testing.T, cfg CheckConfig) {
 	t.Helper()
-	n := cfg.Histories
-	if n == 0 {
-		n = envInt("DEDUPE_CHECK_HISTORIES", 25)
-	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(envInt("DEDUPE_CHECK_SEED", 0))
-	}
-	if seed == 0 {
-		seed = rand.Uint64() >> 1
-	}
+	n, seed := runs(cfg.Histories, cfg.Seed, "DEDUPE_CHECK", 25)
 	t.Logf("dedupetest.Check: seed %d, %d histories (replay one with DEDUPE_CHECK_SEED=<seed> DEDUPE_CHECK_HISTORIES=1)", seed, n)
 	for i := range n {
 		s := seed + uint64(i)
@@ -127,6 +117,22 @@ func Check(t *testing.T, cfg CheckConfig) {
 			return
 		}
 	}
+}
+
+// runs resolves a randomized checker's history count and seed: the
+// configured ones, else $PREFIX_HISTORIES (else def) and $PREFIX_SEED
+// (else a random seed).
+func runs(histories int, seed uint64, prefix string, def int) (int, uint64) {
+	if histories == 0 {
+		histories = envInt(prefix+"_HISTORIES", def)
+	}
+	if seed == 0 {
+		seed = uint64(envInt(prefix+"_SEED", 0))
+	}
+	if seed == 0 {
+		seed = rand.Uint64() >> 1
+	}
+	return histories, seed
 }
 
 func envInt(name string, def int) int {

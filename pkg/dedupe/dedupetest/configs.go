@@ -70,17 +70,7 @@ var configPrincipals = []string{"jwt", "cognito", "iam", "lambda-id", "lambda-no
 // from a parallel test.
 func CheckConfigs(t *testing.T, cfg ConfigCheck) {
 	t.Helper()
-	n := cfg.Histories
-	if n == 0 {
-		n = envInt("DEDUPE_CONFIG_HISTORIES", 300)
-	}
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(envInt("DEDUPE_CONFIG_SEED", 0))
-	}
-	if seed == 0 {
-		seed = rand.Uint64() >> 1
-	}
+	n, seed := runs(cfg.Histories, cfg.Seed, "DEDUPE_CONFIG", 300)
 	t.Logf("CheckConfigs: %d histories from seed %d (replay with DEDUPE_CONFIG_SEED=%d)", n, seed, seed)
 	refused := 0
 	for i := range n {
