@@ -62,7 +62,9 @@ type Config struct {
 	// SDK's retryer, a connection the driver dials), so that the client's
 	// own retries are exercised; dedupetest.FaultyStore does this for a
 	// store without such a layer. Each client gets its own store, so that
-	// a lost reply is charged to the call that suffered it.
+	// a lost reply is charged to the call that suffered it. Calls
+	// NewStore itself makes (dynamostore's DescribeTable) are never
+	// faulted: construction is not under test.
 	NewStore func(t *testing.T, inject dedupetest.Injector) dedupe.Store
 
 	// Histories is the number of histories. Zero means the value of
@@ -354,6 +356,7 @@ func record(t *testing.T, cfg Config, seed uint64) *history {
 			own:  make([][]string, cfg.Keys)}
 		c.store = cfg.NewStore(t, c.inject)
 		c.ext, _ = c.store.(dedupe.LeaseExtender)
+		c.live.Store(true)
 		clients[i] = c
 	}
 	r.start = time.Now()
@@ -375,6 +378,7 @@ type client struct {
 	ext   dedupe.LeaseExtender
 	own   [][]string // tokens this client claimed, per key
 
+	live   atomic.Bool // faults on: NewStore has returned
 	fmu    sync.Mutex
 	frng   *mrand.Rand // draws faults
 	lost   atomic.Int64
@@ -383,7 +387,7 @@ type client struct {
 
 // inject is the client's dedupetest.Injector.
 func (c *client) inject(string) dedupetest.Fault {
-	if c.r.cfg.FaultPercent < 0 {
+	if c.r.cfg.FaultPercent < 0 || !c.live.Load() {
 		return dedupetest.FaultNone
 	}
 	c.fmu.Lock()
