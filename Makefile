@@ -81,7 +81,7 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 # The packages whose tests talk to DynamoDB. Unless DEDUPE_DYNAMODB or
 # AWS_ENDPOINT_URL_DYNAMODB picks one server, `make test` runs them a second
 # time on moto_server, so every store test passes on two implementations.
-DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra ./localtest/dynamotest
+DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest
 
 # DEDUPE_DYNAMODB picks the server of `make test` and `make bench`: dynalite,
 # moto or an endpoint URL (see localtest/cmd/withdynalite).
@@ -94,18 +94,34 @@ TEST_LOG := build/test
 # TEST_FLAGS adds flags to every `go test` of `make test`, e.g. -p 4 or -v.
 TEST_FLAGS ?=
 
+# GO_TEST is the go test of `make test` and `make stress`. -ldflags=-w links
+# the test binaries without DWARF, which only a debugger reads (panics and
+# race reports symbolize from the binary's own tables): some 50 test
+# binaries are linked afresh on every run, and DWARF was a fifth of each
+# link's CPU.
+GO_TEST = $(GO) test -race -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)
+
 # test_pass NAME CMD... runs one pass of `make test`: it prints CMD, runs it
-# with its output copied to $(TEST_LOG)/NAME.log, and appends "PASS NAME (N s)"
-# or "FAIL NAME (N s)" to $(TEST_LOG)/summary. A failed pass does not stop
-# the next one; the summary decides the exit code at the end.
+# with its output copied to $(TEST_LOG)/NAME.log, and writes "PASS NAME (N s)"
+# or "FAIL NAME (N s)" to $(TEST_LOG)/NAME.result. test_pass_bg does the same
+# with the output going to the log only, for a pass that runs in the
+# background; its log is printed when it has ended. A failed pass does not
+# stop the next one; the results decide the exit code at the end.
 define test_pass_fn
 test_pass() { local name=$$1 start=$$SECONDS r=PASS; shift; echo "$$*"; \
   "$$@" 2>&1 | tee $(TEST_LOG)/$$name.log || r=FAIL; \
-  echo "$$r $$name ($$((SECONDS - start)) s)" >>$(TEST_LOG)/summary; }
+  echo "$$r $$name ($$((SECONDS - start)) s)" >$(TEST_LOG)/$$name.result; }; \
+test_pass_bg() { local name=$$1 start=$$SECONDS r=PASS; shift; \
+  "$$@" >$(TEST_LOG)/$$name.log 2>&1 || r=FAIL; \
+  echo "$$r $$name ($$((SECONDS - start)) s)" >$(TEST_LOG)/$$name.result; }
 endef
 
 # test: the passes, one line each at the end, then the five slowest packages.
-#   vet               go vet ./...
+#   vet               go vet -race ./...: every check of go vet, on the code
+#                     go test -race compiles, so that the packages vet
+#                     compiles are the ones the test passes reuse (with
+#                     empty Go caches, plain go vet compiled every
+#                     dependency a second time)
 #   build             the Lambda binaries for Lambda and for this machine,
 #                     and the emulator, as `make build build-local rie`, once:
 #                     the tests of the SAM build targets and the deploy
@@ -115,25 +131,37 @@ endef
 #                     emulator built, instead of compiling the same code in
 #                     several test processes at the same time
 #   dynalite+servers  go test -race of PKG on dynalite, PostgreSQL and Redis
-#   moto              the DynamoDB packages of PKG again, on moto_server
-test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, its DynamoDB packages again on moto; one PASS/FAIL line per pass
-	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary; $(test_pass_fn); \
-	test_pass vet $(GO) vet ./...; \
+#   moto              the DynamoDB packages of PKG again, on moto_server. It
+#                     runs alongside dynalite+servers, on servers of its own,
+#                     because the first pass leaves a core idle a fifth of the
+#                     time, waiting on its servers; its log is printed when
+#                     the first pass has ended.
+test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, and alongside it its DynamoDB packages on moto; one PASS/FAIL line per pass
+	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
+	passes="vet build dynalite+servers moto"; \
+	test_pass vet $(GO) vet -race ./...; \
 	test_pass build $(MAKE) build build-local rie; \
-	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKG); \
-	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); \
+	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
-		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >>$(TEST_LOG)/summary; \
+		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >$(TEST_LOG)/moto.result; \
 	elif [ -z "$$pkgs" ]; then \
-		echo "SKIP moto (no DynamoDB package in PKG)" >>$(TEST_LOG)/summary; \
+		echo "SKIP moto (no DynamoDB package in PKG)" >$(TEST_LOG)/moto.result; \
 	elif ! command -v moto_server >/dev/null; then \
-		if [ -n "$${CI:-}" ]; then echo "FAIL moto (moto_server is required in CI: pip install 'moto[server]')" >>$(TEST_LOG)/summary; \
-		else echo "SKIP moto (moto_server not found: pip install 'moto[server]')" >>$(TEST_LOG)/summary; fi; \
+		if [ -n "$${CI:-}" ]; then echo "FAIL moto (moto_server is required in CI: pip install 'moto[server]')" >$(TEST_LOG)/moto.result; \
+		else echo "SKIP moto (moto_server not found: pip install 'moto[server]')" >$(TEST_LOG)/moto.result; fi; \
 	else \
-		test_pass moto $(WITHDYNALITE) -server moto -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $$pkgs; \
+		echo "$(WITHDYNALITE) -server moto -- $(GO_TEST)" $$pkgs "(in the background, into $(TEST_LOG)/moto.log)"; \
+		test_pass_bg moto $(WITHDYNALITE) -server moto -- $(GO_TEST) $$pkgs & moto_pid=$$!; \
+		trap '[ -z "$$moto_pid" ] || kill -- $$moto_pid 2>/dev/null || true' EXIT; \
+	fi; \
+	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) $(PKG); \
+	if [ -n "$$moto_pid" ]; then \
+		wait $$moto_pid || true; moto_pid=; \
+		echo; echo "moto pass (ran alongside):"; cat $(TEST_LOG)/moto.log; \
 	fi; \
 	echo; echo "slowest packages (dynalite+servers):"; \
 	awk '$$1 == "ok" || $$1 == "FAIL" { if ($$3 ~ /^[0-9.]+s$$/) print "  " $$3 "\t" $$2 }' $(TEST_LOG)/dynalite+servers.log | sort -rn | head -5; \
+	for p in $$passes; do cat $(TEST_LOG)/$$p.result 2>/dev/null || echo "FAIL $$p (no result)"; done >$(TEST_LOG)/summary; \
 	echo; cat $(TEST_LOG)/summary; \
 	! grep -q '^FAIL' $(TEST_LOG)/summary
 
@@ -147,7 +175,7 @@ STRESS_RUNS ?= 3
 STRESS_CPU  ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 
 stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRESS_RUNS times in a row, while stress(1) saturates the CPU; one PASS/FAIL line per run
-	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary; $(test_pass_fn); \
+	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	if command -v stress-ng >/dev/null; then hog="stress-ng --cpu $(STRESS_CPU) --quiet"; \
 	elif command -v stress >/dev/null; then hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	elif [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then \
@@ -159,8 +187,9 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 	echo "load: $$hog"; setsid $$hog & hog_pid=$$!; \
 	trap 'kill -TERM -- -$$hog_pid 2>/dev/null || true; wait $$hog_pid 2>/dev/null || true' EXIT; \
 	for i in $$(seq $(STRESS_RUNS)); do \
-		test_pass "stress-$$i-of-$(STRESS_RUNS)" $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(STRESS_PKG); \
+		test_pass "stress-$$i-of-$(STRESS_RUNS)" $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) $(STRESS_PKG); \
 	done; \
+	for i in $$(seq $(STRESS_RUNS)); do cat "$(TEST_LOG)/stress-$$i-of-$(STRESS_RUNS).result"; done >$(TEST_LOG)/summary; \
 	echo; cat $(TEST_LOG)/summary; \
 	echo "$$(grep -c '^PASS' $(TEST_LOG)/summary) of $(STRESS_RUNS) runs passed under load ($$hog)"; \
 	! grep -q '^FAIL' $(TEST_LOG)/summary

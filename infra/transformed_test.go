@@ -6,6 +6,7 @@ package infra_test
 // aws-sam-translator; without them the tests skip, and fail when CI is set.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -15,16 +16,21 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
 )
 
+// toolsErr is infra.Tools's answer, asked once per test binary: each ask
+// starts Python and imports both tools, a second or more of CPU.
+var toolsErr = sync.OnceValue(func() error { return infra.Tools(context.Background()) })
+
 // requireTools skips t without cfn-lint and aws-sam-translator, or fails
 // it when CI is set.
 func requireTools(t *testing.T) {
 	t.Helper()
-	err := infra.Tools(t.Context())
+	err := toolsErr()
 	if err == nil {
 		return
 	}

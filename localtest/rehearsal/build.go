@@ -3,6 +3,7 @@ package rehearsal
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -117,10 +118,16 @@ func build(ctx context.Context, root, work string, fn infra.Function) (Artifact,
 }
 
 // zipDir zips the files under dir, keeping their permission bits, as SAM
-// does (Lambda runs bootstrap only if it is executable).
+// does (Lambda runs bootstrap only if it is executable). It deflates at
+// flate.BestSpeed: the level is not a property of the deploy, and under
+// make test's -race the default level spent some 6 s of CPU per 17 MB
+// bootstrap, against under 2 s at BestSpeed (about 10% larger).
 func zipDir(dir string) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(w, flate.BestSpeed)
+	})
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

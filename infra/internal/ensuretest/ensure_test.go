@@ -1,4 +1,4 @@
-package infra_test
+package ensuretest_test
 
 import (
 	"context"
