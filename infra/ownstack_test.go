@@ -92,21 +92,26 @@ func TestNestedApplicationMatchesTemplate(t *testing.T) {
 // shows) pass make validate: the offline SAM transform and cfn-lint with
 // the library's rules.
 func TestOwnStackValidates(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	requireTools(t)
 	root, err := infra.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"infra/dedupe.yaml", "infra/testdata/own-stack.yaml"} {
-		if _, err := infra.Validate(t.Context(), filepath.Join(root, p), ""); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			t.Parallel()
+			if _, err := infra.Validate(t.Context(), filepath.Join(root, p), ""); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
 // TestLintRules: the library's cfn-lint rules flag each bad template in
 // infra/testdata/lint with its rule, and pass the good one.
 func TestLintRules(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	requireTools(t)
 	root, err := infra.ModuleRoot()
 	if err != nil {

@@ -80,6 +80,7 @@ func jsonString(t *testing.T, v any) string {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	requireTools(t)
 	ran, err := infra.Validate(t.Context(), templatePath, filepath.Join(t.TempDir(), "transformed.json"))
 	if err != nil {
@@ -89,6 +90,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestLintFails(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	requireTools(t)
 	// A template with an error cfn-lint knows (a Lambda runtime that does
 	// not exist) must fail, so that a passing Validate means something.
@@ -113,6 +115,7 @@ var samManagedPolicies = []string{
 // TestTransformed asserts the facts that matter on the transformed
 // template, transformed once.
 func TestTransformed(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	doc := transformed(t, infra.TransformOptions{})
 	t.Run("roles", func(t *testing.T) { checkTransformedRoles(t, doc) })
 	t.Run("routes", func(t *testing.T) { checkTransformedRoutes(t, doc) })
@@ -287,6 +290,7 @@ func checkTransformedAlarm(t *testing.T, doc map[string]any) {
 }
 
 func TestTransformCode(t *testing.T) {
+	t.Parallel() // each starts Python: let two overlap
 	doc := transformed(t, infra.TransformOptions{Code: map[string]string{"ApiFunction": "s3://artifacts/api.zip"}})
 	fns := resources(doc, "AWS::Lambda::Function")
 	if got := jsonString(t, fns["ApiFunction"]["Code"]); got != `{"S3Bucket":"artifacts","S3Key":"api.zip"}` {
