@@ -53,11 +53,13 @@
 // returns it when it is not free for the request (dedupe.Record.FreeFor:
 // expired; IN_PROGRESS with the caller's token; IN_PROGRESS with its lease
 // run out and the caller's fingerprint), so a duplicate writes and locks
-// nothing; otherwise it runs one INSERT … ON CONFLICT (key) DO UPDATE …
-// WHERE statement whose conflict update applies only when the key is free
-// for the request, and whose second CTE returns the existing row when it
-// does not. A duplicate costs one round trip too. A claim of an absent or expired key starts a
-// new life (first_token = the caller's token); a takeover or the owner's
+// nothing; otherwise it inserts the row (INSERT … ON CONFLICT DO NOTHING,
+// migration 005), and only when a row holds the key after all runs one
+// INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement whose conflict
+// update applies only when the key is free for the request, and whose
+// second CTE returns the existing row when it does not. A duplicate costs
+// one round trip too. A claim of an absent or expired key starts a new
+// life (first_token = the caller's token); a takeover or the owner's
 // own re-claim keeps the row's. Complete is one call of the table's
 // completion function (MigrationComplete), whose one UPDATE is fenced by
 // the owner token and the record's expiry and whose plan is cached per

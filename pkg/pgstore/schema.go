@@ -59,9 +59,12 @@ var MigrationFunctions string
 // dedupe_records_complete, the completion Store.Complete calls, for the
 // same reason as MigrationFunctions: behind a pooler that cannot keep
 // prepared statements a completion is not planned again on every call.
-// It is named after the table like the claim function (CreateSchema puts
-// the table's name in place of dedupe_records throughout the file). The
-// store's claim names it too, so apply it before deploying this version:
+// It also replaces the claim function of MigrationFunctions by one that
+// decides the same way but claims an absent key with a plain INSERT … ON
+// CONFLICT DO NOTHING before it tries the upsert. Both are named after
+// the table (CreateSchema puts the table's name in place of
+// dedupe_records throughout the file). The store's claim names the
+// completion function too, so apply it before deploying this version:
 // without it every claim fails, before any work runs, with an error that
 // names the file. It changes no table, writers of earlier versions keep
 // working beside it, and it is idempotent; run it from one session at a

@@ -176,15 +176,18 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
        CASE WHEN first_token_owner = owner THEN first_token END`
 
 // claimSQL is Claim's one statement: a call of the server-side function
-// of migrations/004_functions.sql (MigrationFunctions), named after the
-// table. The function first reads the row by key and, when it is there
-// and not free for the request (dedupe.Record.FreeFor: expired, or
-// IN_PROGRESS with the caller's token, or IN_PROGRESS with its lease run
-// out and the caller's fingerprint), returns it, read-only; otherwise it
-// runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement whose
-// update applies only when the key is free for the request and whose
-// second CTE returns the conflicting row, FOR SHARE, when it does not.
-// PostgreSQL caches the function's plans per session, so the claim is
+// of migrations/004_functions.sql (MigrationFunctions), as
+// migrations/005_complete.sql (MigrationComplete) replaces it, named
+// after the table. The function first reads the row by key and, when it
+// is there and not free for the request (dedupe.Record.FreeFor: expired,
+// or IN_PROGRESS with the caller's token, or IN_PROGRESS with its lease
+// run out and the caller's fingerprint), returns it, read-only. Otherwise
+// it inserts the new row with INSERT … ON CONFLICT (key) DO NOTHING, and
+// when a row holds the key after all (a free one, or one committed since
+// the read) it runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE
+// statement whose update applies only when the key is free for the
+// request and whose second CTE returns the conflicting row, FOR SHARE,
+// when it does not. PostgreSQL caches the function's plans per session, so the claim is
 // planned once per server connection even in the query modes that cannot
 // prepare statements (PgBouncer in transaction mode).
 //
