@@ -187,9 +187,9 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
 // the read) it runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE
 // statement whose update applies only when the key is free for the
 // request and whose second CTE returns the conflicting row, FOR SHARE,
-// when it does not. PostgreSQL caches the function's plans per session, so the claim is
-// planned once per server connection even in the query modes that cannot
-// prepare statements (PgBouncer in transaction mode).
+// when it does not. PostgreSQL caches the function's plans per session,
+// so the claim is planned once per server connection even in the query
+// modes that cannot prepare statements (PgBouncer in transaction mode).
 //
 // The statement also names the completion function of
 // migrations/005_complete.sql (MigrationComplete), as a regproc constant
