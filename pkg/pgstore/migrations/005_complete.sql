@@ -18,10 +18,12 @@
 -- INVOKER, the default) and resolves the table through the caller's
 -- search_path, as the store's other statements do.
 --
--- Backward compatible: it adds a function and changes no table, so
--- writers of earlier versions, which send the UPDATE themselves, keep
--- working beside it. CREATE OR REPLACE makes it idempotent; run it from
--- one session at a time (PostgreSQL refuses to replace one function
+-- Backward compatible: it adds a function, replaces the claim function
+-- by one with the same arguments, results and decisions (below), and
+-- changes no table, so writers of earlier versions (which send the
+-- UPDATE themselves, and call the claim function or send its statement)
+-- keep working beside it. CREATE OR REPLACE makes it idempotent; run it
+-- from one session at a time (PostgreSQL refuses to replace one function
 -- from two sessions at once).
 --
 -- What it does, with the arguments
