@@ -11,9 +11,11 @@
 // One row per key, in the table of migrations/001_dedupe_records.sql
 // (Migration) with the columns migrations/002_first_token.sql adds
 // (MigrationFirstToken) and those and the index migrations/003_provenance.sql
-// adds (MigrationProvenance), and the claim function of
-// migrations/004_functions.sql (MigrationFunctions), named after the table;
-// CreateSchema applies all four. The columns are dynamostore's attributes:
+// adds (MigrationProvenance), the claim function of
+// migrations/004_functions.sql (MigrationFunctions) and the completion
+// function of migrations/005_complete.sql (MigrationComplete), both named
+// after the table; CreateSchema applies all five. The columns are
+// dynamostore's attributes:
 //
 //	column            type     meaning
 //	key               bytea    the full key (primary key)
@@ -51,14 +53,20 @@
 // returns it when it is not free for the request (dedupe.Record.FreeFor:
 // expired; IN_PROGRESS with the caller's token; IN_PROGRESS with its lease
 // run out and the caller's fingerprint), so a duplicate writes and locks
-// nothing; otherwise it runs one INSERT … ON CONFLICT (key) DO UPDATE …
-// WHERE statement whose conflict update applies only when the key is free
-// for the request, and whose second CTE returns the existing row when it
-// does not. A duplicate costs one round trip too. A claim of an absent or expired key starts a
-// new life (first_token = the caller's token); a takeover or the owner's
-// own re-claim keeps the row's. Complete and Release are one UPDATE each,
-// fenced by the owner token; Release ends the lease and keeps the row, so
-// the key stays bound to its request. Extend (dedupe.LeaseExtender, for
+// nothing; otherwise it inserts the row (INSERT … ON CONFLICT DO NOTHING,
+// migration 005), and only when a row holds the key after all runs one
+// INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement whose conflict
+// update applies only when the key is free for the request, and whose
+// second CTE returns the existing row when it does not. A duplicate costs
+// one round trip too. A claim of an absent or expired key starts a new
+// life (first_token = the caller's token); a takeover or the owner's
+// own re-claim keeps the row's. Complete is one call of the table's
+// completion function (MigrationComplete), whose one UPDATE is fenced by
+// the owner token and the record's expiry and whose plan is cached per
+// session like the claim's; the claim names that function too, so a
+// table without migration 005 fails its first claim, before any work
+// runs. Release is one UPDATE fenced by the owner token; it ends the
+// lease and keeps the row, so the key stays bound to its request. Extend (dedupe.LeaseExtender, for
 // Config.Heartbeat) is one UPDATE fenced by the token, the IN_PROGRESS
 // status, the expiry and the lease. Get is one SELECT by primary key. A
 // fresh guarded request costs 2 round trips (claim, complete); a duplicate

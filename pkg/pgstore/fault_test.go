@@ -17,9 +17,19 @@ import (
 )
 
 // script returns an injector that applies faults in order to the calls
-// named op, and faultNone to everything else and afterwards.
-func script(op string, faults ...fault) func(string) fault {
+// named op (see callName), and faultNone to everything else and
+// afterwards. The test fails if a fault is left unused when it ends: a
+// script that never matches would test nothing.
+func script(t *testing.T, op string, faults ...fault) func(string) fault {
+	t.Helper()
 	var mu sync.Mutex
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(faults) > 0 {
+			t.Errorf("faults %v for %q never injected", faults, op)
+		}
+	})
 	return func(got string) fault {
 		mu.Lock()
 		defer mu.Unlock()
@@ -52,7 +62,7 @@ func TestDriverFaults(t *testing.T) {
 	} {
 		t.Run("claim/"+tt.name, func(t *testing.T) {
 			k := "claim/" + tt.name
-			s := newStore(t, faultClient{Client: p, inject: script("QueryRow", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
+			s := newStore(t, faultClient{Client: p, inject: script(t, "claim", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
 			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
 				t.Fatalf("faulted Claim: got %v, want ErrStoreUnavailable", err)
 			}
@@ -70,7 +80,7 @@ func TestDriverFaults(t *testing.T) {
 		})
 		t.Run("complete/"+tt.name, func(t *testing.T) {
 			k := "complete/" + tt.name
-			s := newStore(t, faultClient{Client: p, inject: script("Exec", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
+			s := newStore(t, faultClient{Client: p, inject: script(t, "complete", tt.f)}, pgstore.Options{Table: table, Attempts: 1})
 			if _, err := s.Claim(ctx, claim(k, "fp", "tok", base)); err != nil {
 				t.Fatal(err)
 			}
@@ -105,12 +115,12 @@ func TestStoreRetries(t *testing.T) {
 	} {
 		k := fmt.Sprint(faults)
 		t.Run(k, func(t *testing.T) {
-			claims := newStore(t, faultClient{Client: p, inject: script("QueryRow", faults...)}, pgstore.Options{Table: table})
+			claims := newStore(t, faultClient{Client: p, inject: script(t, "claim", faults...)}, pgstore.Options{Table: table})
 			res, err := claims.Claim(ctx, claim(k, "fp", "tok", base))
 			if err != nil || !res.Acquired {
 				t.Fatalf("Claim: %+v, %v; want acquired", res, err)
 			}
-			completes := newStore(t, faultClient{Client: p, inject: script("Exec", faults...)}, pgstore.Options{Table: table})
+			completes := newStore(t, faultClient{Client: p, inject: script(t, "complete", faults...)}, pgstore.Options{Table: table})
 			req := dedupe.CompleteRequest{Key: k, Token: "tok", Now: base, ExpiresAt: base.Add(time.Hour), Result: dedupe.Result{StatusCode: 201}}
 			if err := completes.Complete(ctx, req); err != nil {
 				t.Fatalf("Complete: %v", err)
@@ -122,7 +132,7 @@ func TestStoreRetries(t *testing.T) {
 		})
 	}
 	t.Run("three faults", func(t *testing.T) {
-		s := newStore(t, faultClient{Client: p, inject: script("QueryRow", faultThrottle, faultThrottle, faultThrottle)}, pgstore.Options{Table: table})
+		s := newStore(t, faultClient{Client: p, inject: script(t, "claim", faultThrottle, faultThrottle, faultThrottle)}, pgstore.Options{Table: table})
 		if _, err := s.Claim(ctx, claim("three", "fp", "tok", base)); !errors.Is(err, dedupe.ErrStoreUnavailable) {
 			t.Errorf("Claim after three faults: got %v, want ErrStoreUnavailable", err)
 		}
@@ -132,7 +142,7 @@ func TestStoreRetries(t *testing.T) {
 		if _, err := plain.Claim(ctx, claim("release", "fp", "tok", base)); err != nil {
 			t.Fatal(err)
 		}
-		ops := &counter{Client: faultClient{Client: p, inject: script("Exec", faultLostReply)}}
+		ops := &counter{Client: faultClient{Client: p, inject: script(t, "Exec", faultLostReply)}}
 		s := newStore(t, ops, pgstore.Options{Table: table})
 		if err := s.Release(ctx, "release", "tok"); err != nil {
 			t.Errorf("Release with a lost reply: got %v, want nil after the resend", err)
@@ -151,7 +161,7 @@ func TestStoreRetries(t *testing.T) {
 // the same token, and a duplicate is replayed, not run again.
 func TestGuardSurvivesLostCompletion(t *testing.T) {
 	p := newPool(t)
-	s := newStore(t, faultClient{Client: p, inject: script("Exec", faultLostReply)}, pgstore.Options{Table: newTable(t, p)})
+	s := newStore(t, faultClient{Client: p, inject: script(t, "complete", faultLostReply)}, pgstore.Options{Table: newTable(t, p)})
 	g := dedupe.New(s, &dedupe.Config{Prefix: "fault-test", Now: func() time.Time { return base }})
 	runs := 0
 	fn := func(context.Context) (dedupe.Result, error) {

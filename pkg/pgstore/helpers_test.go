@@ -84,15 +84,29 @@ func refused() error {
 }
 
 // faultClient passes calls through to Client unless inject, asked with
-// the call's name (Exec, Query, QueryRow) before each call, returns a
-// fault.
+// the call's name (callName) before each call, returns a fault.
 type faultClient struct {
 	pgstore.Client
-	inject func(op string) fault
+	inject func(call string) fault
+}
+
+// callName names the store's call that sends sql through the driver
+// method op: "claim" and "complete" for the calls of the table's claim
+// and completion functions, op itself (Exec, Query, QueryRow) for every
+// other statement. The claim is matched first: its statement names the
+// completion function too (see pgstore's claimSQL).
+func callName(op, sql string) string {
+	switch {
+	case strings.Contains(sql, "_claim("):
+		return "claim"
+	case strings.Contains(sql, "_complete("):
+		return "complete"
+	}
+	return op
 }
 
 func (f faultClient) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	switch f.inject("Exec") {
+	switch f.inject(callName("Exec", sql)) {
 	case faultLostReply:
 		if tag, err := f.Client.Exec(ctx, sql, args...); err != nil {
 			return tag, err
@@ -107,7 +121,7 @@ func (f faultClient) Exec(ctx context.Context, sql string, args ...any) (pgconn.
 }
 
 func (f faultClient) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	switch f.inject("Query") {
+	switch f.inject(callName("Query", sql)) {
 	case faultLostReply:
 		rows, err := f.Client.Query(ctx, sql, args...)
 		if err != nil {
@@ -129,7 +143,7 @@ func (f faultClient) Query(ctx context.Context, sql string, args ...any) (pgx.Ro
 }
 
 func (f faultClient) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	switch f.inject("QueryRow") {
+	switch f.inject(callName("QueryRow", sql)) {
 	case faultLostReply:
 		// Run the statement to its end, then lose its reply.
 		rows, err := f.Client.Query(ctx, sql, args...)

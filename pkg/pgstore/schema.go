@@ -11,8 +11,8 @@ import (
 // Migration is the schema of the store's table, as a migration file
 // (migrations/001_dedupe_records.sql) for tools that apply SQL files. It
 // names the table dedupe_records, DefaultTable. Apply
-// MigrationFirstToken, MigrationProvenance and MigrationFunctions after
-// it, in that order.
+// MigrationFirstToken, MigrationProvenance, MigrationFunctions and
+// MigrationComplete after it, in that order.
 //
 //go:embed migrations/001_dedupe_records.sql
 var Migration string
@@ -54,6 +54,25 @@ var MigrationProvenance string
 //go:embed migrations/004_functions.sql
 var MigrationFunctions string
 
+// MigrationComplete is the fifth migration file
+// (migrations/005_complete.sql): it creates the PL/pgSQL function
+// dedupe_records_complete, the completion Store.Complete calls, for the
+// same reason as MigrationFunctions: behind a pooler that cannot keep
+// prepared statements a completion is not planned again on every call.
+// It also replaces the claim function of MigrationFunctions by one that
+// decides the same way but claims an absent key with a plain INSERT … ON
+// CONFLICT DO NOTHING before it tries the upsert. Both are named after
+// the table (CreateSchema puts the table's name in place of
+// dedupe_records throughout the file). The store's claim names the
+// completion function too, so apply it before deploying this version:
+// without it every claim fails, before any work runs, with an error that
+// names the file. It changes no table, writers of earlier versions keep
+// working beside it, and it is idempotent; run it from one session at a
+// time, as MigrationFunctions.
+//
+//go:embed migrations/005_complete.sql
+var MigrationComplete string
+
 // DefaultTable is the table name of Migration, used when Options.Table is
 // empty.
 const DefaultTable = "dedupe_records"
@@ -77,11 +96,11 @@ func forTable(sql, table string) string {
 const schemaLock = "SELECT pg_advisory_xact_lock(hashtextextended('pgstore.CreateSchema dedupe_records', 0));\n"
 
 // CreateSchema creates the table (and its indexes) that a Store with
-// Options.Table = table uses, unless they exist, and its claim function:
-// it runs Migration, MigrationFirstToken, MigrationProvenance and
-// MigrationFunctions with table in place of dedupe_records, so it also
-// brings a table made by an earlier version up to date. An empty table
-// means DefaultTable.
+// Options.Table = table uses, unless they exist, and its claim and
+// completion functions: it runs Migration, MigrationFirstToken,
+// MigrationProvenance, MigrationFunctions and MigrationComplete with
+// table in place of dedupe_records, so it also brings a table made by an
+// earlier version up to date. An empty table means DefaultTable.
 // It is one round trip (a multi-statement simple-protocol query, which
 // PostgreSQL runs as one transaction), so it also works through
 // PgBouncer. Concurrent calls for one table take turns (a
@@ -94,7 +113,7 @@ func CreateSchema(ctx context.Context, c Client, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions, table)); err != nil {
+	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions+"\n"+MigrationComplete, table)); err != nil {
 		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
 	}
 	return nil

@@ -85,6 +85,7 @@ type Store struct {
 	attempts  int
 	sql       statements
 	claimFunc string // the claim function's name, for errors
+	compFunc  string // the completion function's name, for errors
 }
 
 // statements are the store's SQL, with the table name in place.
@@ -123,6 +124,7 @@ func New(c Client, opts Options) (*Store, error) {
 		s.attempts = DefaultAttempts
 	}
 	s.claimFunc = forTable(claimFunction, table)
+	s.compFunc = forTable(completeFunction, table)
 	s.sql = statements{
 		claim:          forTable(claimSQL, table),
 		complete:       forTable(completeSQL, table),
@@ -174,17 +176,32 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
        CASE WHEN first_token_owner = owner THEN first_token END`
 
 // claimSQL is Claim's one statement: a call of the server-side function
-// of migrations/004_functions.sql (MigrationFunctions), named after the
-// table. The function first reads the row by key and, when it is there
-// and not free for the request (dedupe.Record.FreeFor: expired, or
-// IN_PROGRESS with the caller's token, or IN_PROGRESS with its lease run
-// out and the caller's fingerprint), returns it, read-only; otherwise it
-// runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE statement whose
-// update applies only when the key is free for the request and whose
-// second CTE returns the conflicting row, FOR SHARE, when it does not.
-// PostgreSQL caches the function's plans per session, so the claim is
-// planned once per server connection even in the query modes that cannot
-// prepare statements (PgBouncer in transaction mode).
+// of migrations/004_functions.sql (MigrationFunctions), as
+// migrations/005_complete.sql (MigrationComplete) replaces it, named
+// after the table. The function first reads the row by key and, when it
+// is there and not free for the request (dedupe.Record.FreeFor: expired,
+// or IN_PROGRESS with the caller's token, or IN_PROGRESS with its lease
+// run out and the caller's fingerprint), returns it, read-only. Otherwise
+// it inserts the new row with INSERT … ON CONFLICT (key) DO NOTHING, and
+// when a row holds the key after all (a free one, or one committed since
+// the read) it runs one INSERT … ON CONFLICT (key) DO UPDATE … WHERE
+// statement whose update applies only when the key is free for the
+// request and whose second CTE returns the conflicting row, FOR SHARE,
+// when it does not. PostgreSQL caches the function's plans per session,
+// so the claim is planned once per server connection even in the query
+// modes that cannot prepare statements (PgBouncer in transaction mode).
+//
+// The statement also names the completion function of
+// migrations/005_complete.sql (MigrationComplete), as a regproc constant
+// in a condition that is always true (true OR …): PostgreSQL looks the
+// name up when it parses the statement, and the planner folds the
+// condition away, so the function is never called and the check costs a
+// catalog lookup by name (nothing measurable, even in exec mode where
+// every call is parsed; a call of the function with typed NULLs in its
+// place cost about 7 µs per claim there). On a table without 005 the
+// claim fails (SQLSTATE 42883, reported by Store.Claim as a missing
+// migration) before any work runs, instead of the work running and its
+// completion failing.
 //
 // A claim of an absent or expired key starts a new life (first_token is
 // the caller's token); a takeover or the owner's own re-claim keeps the
@@ -193,22 +210,27 @@ const recordColumns = `status, fingerprint, owner, lease_expires_at, expires_at,
 //
 //	$1 key  $2 fingerprint  $3 token  $4 lease_ms  $5 expires_s  $6 now_ms  $7 now_s  $8 request_id  $9 trace
 const claimSQL = `SELECT * FROM dedupe_records_claim($1::bytea, $2::text, $3::text, $4::bigint, $5::bigint,
-    $6::bigint, $7::bigint, $8::text, $9::text)`
+    $6::bigint, $7::bigint, $8::text, $9::text)
+WHERE true OR 'dedupe_records_complete'::regproc IS NULL`
 
-// claimFunction is the function claimSQL calls, as CreateSchema names it
-// for DefaultTable.
-const claimFunction = "dedupe_records_claim"
+// claimFunction and completeFunction are the functions claimSQL and
+// completeSQL call, as CreateSchema names them for DefaultTable.
+const (
+	claimFunction    = "dedupe_records_claim"
+	completeFunction = "dedupe_records_complete"
+)
 
-// completeSQL is Complete's statement, fenced by the token and the
-// record's expiry. It takes the row out of the in-flight index.
+// completeSQL is Complete's statement: a call of the server-side function
+// of migrations/005_complete.sql (MigrationComplete), named after the
+// table, which runs one UPDATE of the row fenced by the token and the
+// record's expiry, takes the row out of the in-flight index, and returns
+// whether it updated the row. PostgreSQL caches its plan per session, as
+// the claim's.
 //
 //	$1 key  $2 token  $3 now_s  $4 expires_s  $5 now_ms  $6 status  $7 headers  $8 body  $9 omitted
-const completeSQL = `
-UPDATE dedupe_records SET
-    status = 'COMPLETED', expires_at = $4::bigint, updated_at = $5::bigint,
-    res_status = $6::integer, res_headers = $7::bytea, res_body = $8::bytea, res_omitted = $9::boolean,
-    inflight = NULL, request_id = NULLIF($10::text, ''), trace = NULLIF($11::text, '')
-WHERE key = $1::bytea AND owner = $2::text AND expires_at >= $3::bigint`
+//	$10 request_id  $11 trace
+const completeSQL = `SELECT dedupe_records_complete($1::bytea, $2::text, $3::bigint, $4::bigint, $5::bigint,
+    $6::integer, $7::bytea, $8::bytea, $9::boolean, $10::text, $11::text)`
 
 // releaseSQL is Release's statement, fenced by the token: it ends the
 // lease of an IN_PROGRESS row and takes it out of the in-flight index,
@@ -277,22 +299,44 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 }
 
 // claimErr wraps a failed claim of key, naming the missing migration when
-// the table's claim function does not exist (SQLSTATE 42883,
+// a function the claim names does not exist (SQLSTATE 42883,
 // undefined_function).
 func (s *Store) claimErr(key string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42883" && strings.Contains(pgErr.Message, s.claimFunc) {
-		return fmt.Errorf("pgstore: claim %s: function %s is missing: apply migrations/004_functions.sql "+
-			"(pgstore.MigrationFunctions) for table %s, or run pgstore.CreateSchema, before deploying this version: %w",
-			dedupe.KeyRef(key), s.claimFunc, s.table, err)
+	if m := s.missingMigration(err); m != "" {
+		return fmt.Errorf("pgstore: claim %s: %s: %w", dedupe.KeyRef(key), m, err)
 	}
 	return wrapErr("claim", key, err)
 }
 
-// Complete implements dedupe.Store with one UPDATE fenced by the owner
-// token and the record's expiry. A result above Options.MaxResultBytes is
-// not stored: the record is completed with ResultOmitted, and Complete
-// returns an error wrapping dedupe.ErrResultTooLarge.
+// missingMigration returns what to do when err reports that the table's
+// claim or completion function does not exist (SQLSTATE 42883,
+// undefined_function), naming the migration that creates it, or "" for
+// any other error. Such an error is permanent, never transient.
+func (s *Store) missingMigration(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42883" {
+		return ""
+	}
+	var fn, migration string
+	switch { // "function t_claim(bytea, …) does not exist", "function "t_complete" does not exist"
+	case strings.Contains(pgErr.Message, s.claimFunc+"("), strings.Contains(pgErr.Message, `"`+s.claimFunc+`"`):
+		fn, migration = s.claimFunc, "migrations/004_functions.sql (pgstore.MigrationFunctions) and 005_complete.sql (pgstore.MigrationComplete)"
+	case strings.Contains(pgErr.Message, s.compFunc+"("), strings.Contains(pgErr.Message, `"`+s.compFunc+`"`):
+		fn, migration = s.compFunc, "migrations/005_complete.sql (pgstore.MigrationComplete)"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("function %s is missing: apply %s for table %s, or run pgstore.CreateSchema, before deploying this version",
+		fn, migration, s.table)
+}
+
+// Complete implements dedupe.Store with one statement (completeSQL), a
+// call of the table's completion function (MigrationComplete), which runs
+// one UPDATE fenced by the owner token and the record's expiry. A result
+// above Options.MaxResultBytes is not stored: the record is completed
+// with ResultOmitted, and Complete returns an error wrapping
+// dedupe.ErrResultTooLarge. Without migration 005 it fails with an error
+// that names it (and so does every claim, first).
 func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
@@ -311,15 +355,17 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 	args := s.args([]byte(req.Key), req.Token, req.Now.Unix(),
 		req.ExpiresAt.Unix(), req.Now.UnixMilli(), int32(req.Result.StatusCode), headers, body, omitted,
 		req.RequestID, req.Trace)
-	var tag pgconn.CommandTag
-	err := s.send(ctx, func() (err error) {
-		tag, err = s.c.Exec(ctx, s.sql.complete, args...)
-		return err
+	var done bool
+	err := s.send(ctx, func() error {
+		return s.c.QueryRow(ctx, s.sql.complete, args...).Scan(&done)
 	})
 	switch {
 	case err != nil:
+		if m := s.missingMigration(err); m != "" {
+			return fmt.Errorf("pgstore: complete %s: %s: %w", dedupe.KeyRef(req.Key), m, err)
+		}
 		return wrapErr("complete", req.Key, err)
-	case tag.RowsAffected() == 0:
+	case !done:
 		return fmt.Errorf("pgstore: complete %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
 	case tooLarge > 0:
 		return fmt.Errorf("pgstore: complete %s: result of %d bytes exceeds %d, stored without it: %w",
