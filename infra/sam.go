@@ -66,9 +66,9 @@ func Transform(ctx context.Context, path string, opts TransformOptions) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("transform %s: %w", path, err)
 	}
-	if err := Tools(ctx); err != nil {
-		return nil, fmt.Errorf("transform %s: %w", path, err)
-	}
+	// No Tools check first: it starts Python to import the same modules
+	// the script imports, which doubled the cost of every transform. The
+	// script's own failure says what is missing.
 	args := []string{filepath.Join(root, TransformScript), path}
 	if opts.Region != "" {
 		args = append(args, "--region", opts.Region)
@@ -83,7 +83,13 @@ func Transform(ctx context.Context, path string, opts TransformOptions) ([]byte,
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return nil, fmt.Errorf("transform %s: %w: python3; %s", path, ErrToolMissing, ToolsHint)
+	case err != nil && bytes.Contains(stderr.Bytes(), []byte("ModuleNotFoundError")):
+		return nil, fmt.Errorf("transform %s: %w: the python modules samtranslator and cfnlint (%s); %s",
+			path, ErrToolMissing, strings.TrimSpace(lastLine(stderr.Bytes())), ToolsHint)
+	case err != nil:
 		return nil, fmt.Errorf("transform %s: %w: %s", path, err, strings.TrimSpace(lastLine(stderr.Bytes())))
 	}
 	if !json.Valid(out) {

@@ -300,3 +300,29 @@ func TestTransformCode(t *testing.T) {
 		t.Errorf("ReaperFunction code: got %s, want the placeholder", got)
 	}
 }
+
+// TestTransformToolMissing: Transform names a missing python3, or missing
+// modules, with ErrToolMissing, from the script's own failure (it does not
+// start Python twice to check first).
+func TestTransformToolMissing(t *testing.T) {
+	for _, tt := range []struct {
+		name, python string // python is python3's script; "" means none on PATH
+	}{
+		{"no python3", ""},
+		{"no modules", "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'samtranslator'\" >&2\nexit 1\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := t.TempDir()
+			if tt.python != "" {
+				if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(tt.python), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("PATH", bin)
+			_, err := infra.Transform(t.Context(), templatePath, infra.TransformOptions{})
+			if !errors.Is(err, infra.ErrToolMissing) {
+				t.Fatalf("got %v, want %v", err, infra.ErrToolMissing)
+			}
+		})
+	}
+}
