@@ -83,6 +83,16 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 # time on moto_server, so every store test passes on two implementations.
 DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest
 
+# SLOW_PKGS are the packages that take longest, slowest first. The test
+# passes start them before the others, so that two long packages do not
+# start last and run on alone (go test runs packages in the order given).
+SLOW_PKGS := ./infra ./localtest/e2e ./pkg/dynamostore ./pkg/pgstore ./localtest/rehearsal ./pkg/redisstore ./localtest/gateway ./localtest/cmd/local ./pkg/dedupe
+
+# slow_first prints the packages of $(1), those of SLOW_PKGS first.
+slow_first = { $(GO) list $(SLOW_PKGS); echo --; $(GO) list $(1); } | \
+	awk '$$0 == "--" { all = 1; next } !all { slow[++n] = $$0; isslow[$$0] = 1; next } { in_pkg[$$0] = 1; rest[++m] = $$0 } \
+	END { for (i = 1; i <= n; i++) if (slow[i] in in_pkg) print slow[i]; for (i = 1; i <= m; i++) if (!(rest[i] in isslow)) print rest[i] }'
+
 # DEDUPE_DYNAMODB picks the server of `make test` and `make bench`: dynalite,
 # moto or an endpoint URL (see localtest/cmd/withdynalite).
 DEDUPE_DYNAMODB ?=
@@ -141,7 +151,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO) vet -race ./...; \
 	test_pass build $(MAKE) build build-local rie; \
-	pkgs=$$(comm -12 <($(GO) list $(PKG) | sort) <($(GO) list $(DYNAMODB_PKGS) | sort)); moto_pid=; \
+	pkgs=$$($(call slow_first,$(PKG)) | grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
 		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >$(TEST_LOG)/moto.result; \
 	elif [ -z "$$pkgs" ]; then \
@@ -154,7 +164,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 		test_pass_bg moto $(WITHDYNALITE) -server moto -- $(GO_TEST) $$pkgs & moto_pid=$$!; \
 		trap '[ -z "$$moto_pid" ] || kill -- $$moto_pid 2>/dev/null || true' EXIT; \
 	fi; \
-	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) $(PKG); \
+	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) $$($(call slow_first,$(PKG))); \
 	if [ -n "$$moto_pid" ]; then \
 		wait $$moto_pid || true; moto_pid=; \
 		echo; echo "moto pass (ran alongside):"; cat $(TEST_LOG)/moto.log; \
