@@ -104,12 +104,20 @@ TEST_LOG := build/test
 # TEST_FLAGS adds flags to every `go test` of `make test`, e.g. -p 4 or -v.
 TEST_FLAGS ?=
 
-# GO_TEST is the go test of `make test` and `make stress`. -ldflags=-w links
-# the test binaries without DWARF, which only a debugger reads (panics and
-# race reports symbolize from the binary's own tables): some 50 test
-# binaries are linked afresh on every run, and DWARF was a fifth of each
-# link's CPU.
-GO_TEST = $(GO) test -race -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)
+# GO_VET and GO_TEST are the go vet and go test of `make test` (GO_TEST also
+# of `make stress`). Their flags are chosen for time, and drop no check:
+#   -race       vet compiles what the tests compile, so the test passes
+#               find vet's packages in Go's build cache;
+#   -trimpath   compiled packages do not depend on where the checkout is,
+#               so a fresh clone (as CI makes) finds them in the cache too;
+#   -ldflags=-w test binaries are linked without DWARF, which only a
+#               debugger reads (panics and race reports symbolize from the
+#               binary's own tables): some 50 test binaries are linked
+#               afresh on every run, and DWARF was a fifth of each link;
+#   -vet=off    go test's own vet subset: make test's vet pass runs every
+#               check on the same code.
+GO_VET  = $(GO) vet -race -trimpath
+GO_TEST = $(GO) test -race -trimpath -vet=off -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)
 
 # test_pass NAME CMD... runs one pass of `make test`: it prints CMD, runs it
 # with its output copied to $(TEST_LOG)/NAME.log, and writes "PASS NAME (N s)"
@@ -127,11 +135,11 @@ test_pass_bg() { local name=$$1 start=$$SECONDS r=PASS; shift; \
 endef
 
 # test: the passes, one line each at the end, then the five slowest packages.
-#   vet               go vet -race ./...: every check of go vet, on the code
-#                     go test -race compiles, so that the packages vet
-#                     compiles are the ones the test passes reuse (with
-#                     empty Go caches, plain go vet compiled every
-#                     dependency a second time)
+#   vet               go vet -race ./... (GO_VET): every check of go vet,
+#                     on the code go test -race compiles, so that the
+#                     packages vet compiles are the ones the test passes
+#                     reuse (with empty Go caches, plain go vet compiled
+#                     every dependency a second time)
 #   build             the Lambda binaries for Lambda and for this machine,
 #                     and the emulator, as `make build build-local rie`, once:
 #                     the tests of the SAM build targets and the deploy
@@ -149,7 +157,7 @@ endef
 test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, and alongside it its DynamoDB packages on moto; one PASS/FAIL line per pass
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	passes="vet build dynalite+servers moto"; \
-	test_pass vet $(GO) vet -race ./...; \
+	test_pass vet $(GO_VET) ./...; \
 	test_pass build $(MAKE) build build-local rie; \
 	pkgs=$$($(call slow_first,$(PKG)) | grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
