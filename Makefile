@@ -220,11 +220,17 @@ bench: deps-test withdynalite withservers ## the report (table, build/bench/benc
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
+# The tools, the emulator and the local bootstraps are all built in one
+# flavour, static and without paths (HOST_BUILD), so that with empty Go
+# caches the standard library and the shared dependencies are compiled for
+# this machine once, not once per set of flags.
+HOST_BUILD = CGO_ENABLED=0 $(GO) build -trimpath
+
 withdynalite:
-	$(GO) build -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
+	$(HOST_BUILD) -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
 
 withservers:
-	$(GO) build -o $(WITHSERVERS) ./localtest/cmd/withservers
+	$(HOST_BUILD) -o $(WITHSERVERS) ./localtest/cmd/withservers
 
 build: $(LAMBDA_BINS) ## build the functions for Lambda (linux/arm64) into build/<function>/bootstrap
 	@ls -lh $^ | awk '{ printf "  %6s  %s\n", $$5, $$NF }'
@@ -251,12 +257,12 @@ build-ReaperFunction: ## (called by sam build) build the reaper into $(ARTIFACTS
 	$(call go_build,reaper,$(LAMBDA_GOOS),$(LAMBDA_GOARCH),$(ARTIFACTS_DIR)/bootstrap)
 
 rie: ## build the Lambda Runtime Interface Emulator into build/bin/aws-lambda-rie
-	$(GO) build -o $(RIE) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(HOST_BUILD) -o $(RIE) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
 # RUN_ARGS passes flags to the local stack, e.g. `make run RUN_ARGS='-port 3001'`.
 # It is built, not `go run`, so that Ctrl-C and SIGTERM reach it directly.
 run: deps-run build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
-	$(GO) build -o build/bin/local ./localtest/cmd/local
+	$(HOST_BUILD) -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 
 deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the SAM CLI and AWS credentials; not run in CI)

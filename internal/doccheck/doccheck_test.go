@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestDocsCompile(t *testing.T) {
 	if count == 0 {
 		t.Fatal("no ```go blocks found: the README's example at least should be one")
 	}
-	args := []string{"vet"}
+	args := append([]string{"vet"}, buildFlags()...)
 	for i := 1; i <= count; i++ {
 		args = append(args, fmt.Sprintf("./%s/b%03d", filepath.Base(dir), i))
 	}
@@ -145,4 +146,20 @@ func TestGoBlocks(t *testing.T) {
 	if len(blocks) != 2 || blocks[0].code != "package a\n" || blocks[0].line != 2 || blocks[1].code != "package b\n" {
 		t.Errorf("got %+v, want the two go blocks", blocks)
 	}
+}
+
+// buildFlags returns the flags of go vet for the docs' blocks: those this
+// test binary was built with (-race, -trimpath), so that the packages the
+// blocks import are the ones go test compiled, found in Go's build cache,
+// instead of the same packages compiled again in another flavour.
+func buildFlags() []string {
+	var flags []string
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if (s.Key == "-race" || s.Key == "-trimpath") && s.Value == "true" {
+				flags = append(flags, s.Key)
+			}
+		}
+	}
+	return flags
 }

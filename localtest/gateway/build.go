@@ -39,7 +39,7 @@ func BuildRIE(ctx context.Context, root, out string) (built bool, err error) {
 	// Build beside out, then rename: a concurrent user never sees half a
 	// binary.
 	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
-	if _, err := goCmd(ctx, root, hostEnv(), "build", "-o", tmp, RIEPackage); err != nil {
+	if _, err := goCmd(ctx, root, hostEnv(), "build", "-trimpath", "-o", tmp, RIEPackage); err != nil {
 		return false, err
 	}
 	return true, os.Rename(tmp, out)

@@ -44,7 +44,11 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	testBin = filepath.Join(dir, "local")
-	if out, err := exec.Command("go", "build", "-o", testBin, ".").CombinedOutput(); err != nil {
+	// Built as make run builds it (static, -trimpath): the flavour the
+	// bootstraps and the tools share in Go's build cache.
+	build := exec.Command("go", "build", "-trimpath", "-o", testBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		return 1
 	}
