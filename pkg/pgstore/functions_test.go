@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
@@ -73,21 +74,7 @@ func TestClaimFunctionEquivalent(t *testing.T) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	const nowS = int64(2_000_000_000)
 	nowMs := nowS * 1000
-	read := func(table, key string) []any {
-		t.Helper()
-		vals := make([]any, 17)
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		err := p.QueryRow(ctx, `SELECT status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at,
-			res_status, res_headers, res_body, res_omitted, request_id, trace, first_token, first_token_owner, inflight, key
-			FROM `+table+` WHERE key = $1`, []byte(key)).Scan(ptrs...)
-		if err != nil {
-			return []any{err.Error()}
-		}
-		return vals
-	}
+	read := func(table, key string) []any { return readRow(ctx, p, table, key) }
 	for i := range 400 {
 		key := fmt.Sprintf("k%d", i)
 		if rng.IntN(6) > 0 { // else absent
@@ -257,21 +244,7 @@ func TestCompleteFunctionEquivalent(t *testing.T) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	const nowS = int64(2_000_000_000)
 	nowMs := nowS * 1000
-	read := func(table, key string) []any {
-		t.Helper()
-		vals := make([]any, 17)
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		err := p.QueryRow(ctx, `SELECT status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at,
-			res_status, res_headers, res_body, res_omitted, request_id, trace, first_token, first_token_owner, inflight, key
-			FROM `+table+` WHERE key = $1`, []byte(key)).Scan(ptrs...)
-		if err != nil {
-			return []any{err.Error()}
-		}
-		return vals
-	}
+	read := func(table, key string) []any { return readRow(ctx, p, table, key) }
 	completions := 0
 	for i := range 400 {
 		key := fmt.Sprintf("k%d", i)
@@ -414,4 +387,21 @@ func modeName(m pgx.QueryExecMode) string {
 		return "default"
 	}
 	return m.String()
+}
+
+// readRow returns every column of key's row in table, or the error's text
+// when there is none, for comparing two tables row by row.
+func readRow(ctx context.Context, p *pgxpool.Pool, table, key string) []any {
+	vals := make([]any, 17)
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	err := p.QueryRow(ctx, `SELECT status, fingerprint, owner, lease_expires_at, expires_at, created_at, updated_at,
+		res_status, res_headers, res_body, res_omitted, request_id, trace, first_token, first_token_owner, inflight, key
+		FROM `+table+` WHERE key = $1`, []byte(key)).Scan(ptrs...)
+	if err != nil {
+		return []any{err.Error()}
+	}
+	return vals
 }
