@@ -104,20 +104,31 @@ TEST_LOG := build/test
 # TEST_FLAGS adds flags to every `go test` of `make test`, e.g. -p 4 or -v.
 TEST_FLAGS ?=
 
+# TEST_BUILD_FLAGS decide how `make test` compiles every package. The vet
+# pass, the tests, the test tools (withdynalite, withservers) and what the
+# tests build to run (the bootstraps under the emulator, make run's command;
+# see internal/goflavour) all use them, so that with empty Go caches each
+# package is compiled once, in one flavour, and found in Go's build cache
+# by everything after:
+#   -race       the tests run with the race detector, so vet and the tools
+#               compile what the tests compile;
+#   -trimpath   compiled packages do not depend on where the checkout is,
+#               so a fresh clone (as CI makes) finds them in the cache too.
+# Only the emulator is built otherwise (static, `make rie`): it is not
+# under test, and with -race it made the gateway tests 2.4 times slower.
+TEST_BUILD_FLAGS := -race -trimpath
+
 # GO_VET and GO_TEST are the go vet and go test of `make test` (GO_TEST also
 # of `make stress`). Their flags are chosen for time, and drop no check:
-#   -race       vet compiles what the tests compile, so the test passes
-#               find vet's packages in Go's build cache;
-#   -trimpath   compiled packages do not depend on where the checkout is,
-#               so a fresh clone (as CI makes) finds them in the cache too;
+#   TEST_BUILD_FLAGS as above;
 #   -ldflags=-w test binaries are linked without DWARF, which only a
 #               debugger reads (panics and race reports symbolize from the
 #               binary's own tables): some 50 test binaries are linked
 #               afresh on every run, and DWARF was a fifth of each link;
 #   -vet=off    go test's own vet subset: make test's vet pass runs every
 #               check on the same code.
-GO_VET  = $(GO) vet -race -trimpath
-GO_TEST = $(GO) test -race -trimpath -vet=off -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)
+GO_VET  = $(GO) vet $(TEST_BUILD_FLAGS)
+GO_TEST = $(GO) test $(TEST_BUILD_FLAGS) -vet=off -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) $(TEST_FLAGS)
 
 # test_pass NAME CMD... runs one pass of `make test`: it prints CMD, runs it
 # with its output copied to $(TEST_LOG)/NAME.log, and writes "PASS NAME (N s)"
@@ -140,14 +151,14 @@ endef
 #                     packages vet compiles are the ones the test passes
 #                     reuse (with empty Go caches, plain go vet compiled
 #                     every dependency a second time)
-#   build             the Lambda binaries for Lambda and for this machine,
-#                     and the emulator, as `make build build-local rie`, once:
-#                     the tests of the SAM build targets and the deploy
-#                     rehearsal (linux/arm64), and the end-to-end, gateway
-#                     and `make run` tests (bootstraps for this machine) then
-#                     find the compiled packages in Go's build cache and the
-#                     emulator built, instead of compiling the same code in
-#                     several test processes at the same time
+#   build             the Lambda binaries (linux/arm64) and the emulator,
+#                     as `make build rie`, once: the tests of the SAM build
+#                     targets and the deploy rehearsal then find the compiled
+#                     packages in Go's build cache, and the end-to-end,
+#                     gateway and `make run` tests the emulator built,
+#                     instead of compiling the same code in several test
+#                     processes at the same time (the bootstraps these tests
+#                     build for this machine come from vet's packages)
 #   dynalite+servers  go test -race of PKG on dynalite, PostgreSQL and Redis
 #   moto              the DynamoDB packages of PKG again, on moto_server. It
 #                     runs alongside dynalite+servers, on servers of its own,
@@ -158,7 +169,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
-	test_pass build $(MAKE) build build-local rie; \
+	test_pass build $(MAKE) build rie; \
 	pkgs=$$($(call slow_first,$(PKG)) | grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
 		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >$(TEST_LOG)/moto.result; \
@@ -201,7 +212,7 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq stress >/dev/null; \
 		hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	else echo "make stress: needs stress-ng or stress: sudo apt-get install -y stress" >&2; exit 1; fi; \
-	$(MAKE) build build-local rie >/dev/null; \
+	$(MAKE) build rie >/dev/null; \
 	echo "load: $$hog"; setsid $$hog & hog_pid=$$!; \
 	trap 'kill -TERM -- -$$hog_pid 2>/dev/null || true; wait $$hog_pid 2>/dev/null || true' EXIT; \
 	for i in $$(seq $(STRESS_RUNS)); do \
@@ -220,17 +231,17 @@ bench: deps-test withdynalite withservers ## the report (table, build/bench/benc
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
-# The tools, the emulator and the local bootstraps are all built in one
-# flavour, static and without paths (HOST_BUILD), so that with empty Go
-# caches the standard library and the shared dependencies are compiled for
-# this machine once, not once per set of flags.
+# make run's command, its bootstraps and the emulator are built static and
+# without paths (HOST_BUILD): make run needs no C compiler. The test tools
+# are built as the tests are (TOOL_BUILD; see TEST_BUILD_FLAGS).
 HOST_BUILD = CGO_ENABLED=0 $(GO) build -trimpath
+TOOL_BUILD = $(GO) build $(TEST_BUILD_FLAGS)
 
 withdynalite:
-	$(HOST_BUILD) -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
+	$(TOOL_BUILD) -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
 
 withservers:
-	$(HOST_BUILD) -o $(WITHSERVERS) ./localtest/cmd/withservers
+	$(TOOL_BUILD) -o $(WITHSERVERS) ./localtest/cmd/withservers
 
 build: $(LAMBDA_BINS) ## build the functions for Lambda (linux/arm64) into build/<function>/bootstrap
 	@ls -lh $^ | awk '{ printf "  %6s  %s\n", $$5, $$NF }'

@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/goflavour"
 )
 
 // block is one ```go block of a Markdown file.
@@ -104,12 +104,17 @@ func TestDocsCompile(t *testing.T) {
 	if count == 0 {
 		t.Fatal("no ```go blocks found: the README's example at least should be one")
 	}
-	args := append([]string{"vet"}, buildFlags()...)
+	// Vetted in this test binary's flavour (-race, -trimpath under make
+	// test), so that the packages the blocks import are the ones go test
+	// compiled, found in Go's build cache.
+	own := goflavour.Own()
+	args := append([]string{"vet"}, own.Args()...)
 	for i := 1; i <= count; i++ {
 		args = append(args, fmt.Sprintf("./%s/b%03d", filepath.Base(dir), i))
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), own.Env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		// Name each failure by its Markdown file and line.
@@ -146,20 +151,4 @@ func TestGoBlocks(t *testing.T) {
 	if len(blocks) != 2 || blocks[0].code != "package a\n" || blocks[0].line != 2 || blocks[1].code != "package b\n" {
 		t.Errorf("got %+v, want the two go blocks", blocks)
 	}
-}
-
-// buildFlags returns the flags of go vet for the docs' blocks: those this
-// test binary was built with (-race, -trimpath), so that the packages the
-// blocks import are the ones go test compiled, found in Go's build cache,
-// instead of the same packages compiled again in another flavour.
-func buildFlags() []string {
-	var flags []string
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if (s.Key == "-race" || s.Key == "-trimpath") && s.Value == "true" {
-				flags = append(flags, s.Key)
-			}
-		}
-	}
-	return flags
 }

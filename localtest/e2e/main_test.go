@@ -98,8 +98,9 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 
-	// The emulator (cached under build/bin) and the bootstraps, built for
-	// this machine as `make build-local` builds them.
+	// The emulator (cached under build/bin, static as `make rie` builds it)
+	// and the bootstraps, built for this machine in this test binary's
+	// flavour (gateway.BuildBootstrap): under make test, with -race.
 	start := time.Now()
 	rie := filepath.Join(root, "build", "bin", "aws-lambda-rie")
 	if _, err := gateway.BuildRIE(ctx, root, rie); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/goflavour"
 	"github.com/lambda-dedupe/dedupe/localtest/gateway"
 )
 
@@ -44,10 +45,11 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	testBin = filepath.Join(dir, "local")
-	// Built as make run builds it (static, -trimpath): the flavour the
-	// bootstraps and the tools share in Go's build cache.
-	build := exec.Command("go", "build", "-trimpath", "-o", testBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// Built in this test binary's flavour (-race under make test), from
+	// the packages go test compiled for the test itself.
+	own := goflavour.Own()
+	build := exec.Command("go", append(append([]string{"build"}, own.Args()...), "-o", testBin, ".")...)
+	build.Env = append(os.Environ(), own.Env()...)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		return 1
