@@ -105,17 +105,18 @@ TEST_LOG := build/test
 TEST_FLAGS ?=
 
 # TEST_BUILD_FLAGS decide how `make test` compiles every package. The vet
-# pass, the tests, the test tools (withdynalite, withservers) and what the
-# tests build to run (the bootstraps under the emulator, make run's command;
-# see internal/goflavour) all use them, so that with empty Go caches each
-# package is compiled once, in one flavour, and found in Go's build cache
-# by everything after:
+# pass, the tests, withservers and what the tests build to run (the
+# bootstraps under the emulator, make run's command; see internal/goflavour)
+# all use them, so that with empty Go caches each package is compiled once,
+# in one flavour, and found in Go's build cache by everything after:
 #   -race       the tests run with the race detector, so vet and the tools
 #               compile what the tests compile;
 #   -trimpath   compiled packages do not depend on where the checkout is,
 #               so a fresh clone (as CI makes) finds them in the cache too.
-# Only the emulator is built otherwise (static, `make rie`): it is not
-# under test, and with -race it made the gateway tests 2.4 times slower.
+# Only the emulator and withdynalite are built otherwise (static, from the
+# standard library and a few packages of their own): neither is under test,
+# both carry the tests' traffic (withdynalite proxies moto's), and with
+# -race the emulator made the gateway tests 2.4 times slower.
 TEST_BUILD_FLAGS := -race -trimpath
 
 # GO_VET and GO_TEST are the go vet and go test of `make test` (GO_TEST also
@@ -231,14 +232,15 @@ bench: deps-test withdynalite withservers ## the report (table, build/bench/benc
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
-# make run's command, its bootstraps and the emulator are built static and
-# without paths (HOST_BUILD): make run needs no C compiler. The test tools
-# are built as the tests are (TOOL_BUILD; see TEST_BUILD_FLAGS).
+# make run's command, its bootstraps, the emulator and withdynalite are
+# built static and without paths (HOST_BUILD): make run needs no C
+# compiler. withservers is built as the tests are (TOOL_BUILD; see
+# TEST_BUILD_FLAGS), from the packages vet and the tests compile.
 HOST_BUILD = CGO_ENABLED=0 $(GO) build -trimpath
 TOOL_BUILD = $(GO) build $(TEST_BUILD_FLAGS)
 
 withdynalite:
-	$(TOOL_BUILD) -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
+	$(HOST_BUILD) -o $(WITHDYNALITE) ./localtest/cmd/withdynalite
 
 withservers:
 	$(TOOL_BUILD) -o $(WITHSERVERS) ./localtest/cmd/withservers

@@ -35,10 +35,9 @@ type Table struct {
 // is provisioned without a throughput, is an error wrapping
 // [ErrInvalidTable].
 func Tables(t *Template) ([]Table, error) {
-	all := t.GetAllDynamoDBTableResources()
-	ids := make([]string, 0, len(all))
-	for id := range all {
-		if t.Creates(id) {
+	var ids []string
+	for id, res := range t.Resources {
+		if res.Type == typeTable && t.Creates(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -46,7 +45,11 @@ func Tables(t *Template) ([]Table, error) {
 
 	out := make([]Table, 0, len(ids))
 	for _, id := range ids {
-		tbl, err := table(t, id, all[id])
+		src, err := t.GetDynamoDBTableWithName(id)
+		if err != nil {
+			return nil, err
+		}
+		tbl, err := table(t, id, src)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", id, err)
 		}

@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/awslabs/goformation/v7"
-	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
+	cfndynamodb "github.com/awslabs/goformation/v7/cloudformation/dynamodb"
+	"github.com/awslabs/goformation/v7/cloudformation/global"
+	"github.com/awslabs/goformation/v7/cloudformation/iam"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 	"gopkg.in/yaml.v3"
 )
@@ -33,15 +38,22 @@ const (
 )
 
 // Template is a parsed SAM template whose intrinsic functions have been
-// resolved as [Load] describes.
+// resolved as [Load] describes. Typed access to a resource's properties
+// goes through the Get...WithName methods, which decode them into
+// goformation's model of that resource type.
 type Template struct {
-	// Template is the goformation model of the resolved template. Typed
-	// access (GetServerlessFunctionWithName, GetDynamoDBTableWithName, ...)
-	// goes through it.
-	*cloudformation.Template
-
 	// Path is the file the template was read from.
 	Path string
+
+	// Transform lists the template's transforms, such as
+	// "AWS::Serverless-2016-10-31".
+	Transform []string
+	// Parameters are the template's parameter declarations.
+	Parameters map[string]Parameter
+	// Resources are the template's resources by logical id.
+	Resources map[string]Resource
+	// Outputs are the template's outputs, resolved.
+	Outputs map[string]Output
 
 	// conditions holds the value of each named condition.
 	conditions map[string]bool
@@ -50,6 +62,31 @@ type Template struct {
 	// doc is the resolved template as generic JSON values, for the parts
 	// goformation models as ambiguous unions (event properties, policies).
 	doc map[string]any
+}
+
+// Parameter is one parameter declaration of a template.
+type Parameter struct {
+	Type           string
+	Description    string
+	Default        any
+	AllowedPattern string
+	AllowedValues  []any
+}
+
+// Resource is one resource of a template: its type and the attributes
+// beside its properties.
+type Resource struct {
+	Type                string
+	Condition           string
+	DeletionPolicy      string
+	UpdateReplacePolicy string
+}
+
+// Output is one output of a template.
+type Output struct {
+	Description string
+	Condition   string
+	Value       any
 }
 
 // Options configures [LoadWithOptions]. A nil or zero Options loads the
@@ -146,11 +183,130 @@ func LoadWithOptions(path string, opts *Options) (*Template, error) {
 	if resolved, err = json.Marshal(doc); err != nil {
 		return nil, fmt.Errorf("parse template %s: %w", path, err)
 	}
-	cfn, err := goformation.ParseJSONWithOptions(resolved, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
+	t := &Template{Path: path, conditions: r.conditions, names: opts.Names, doc: doc}
+	if err := t.parse(resolved); err != nil {
 		return nil, fmt.Errorf("parse template %s: %w", path, err)
 	}
-	return &Template{Template: cfn, Path: path, conditions: r.conditions, names: opts.Names, doc: doc}, nil
+	return t, nil
+}
+
+// parse fills the template's exported fields from the resolved JSON, and
+// decodes every resource of a type that infra reads (tables and functions)
+// and Globals.Function, so that a misspelled or mistyped property of those
+// fails Load instead of reading as absent.
+func (t *Template) parse(resolved []byte) error {
+	var top struct {
+		Transform  any
+		Parameters map[string]Parameter
+		Resources  map[string]Resource
+		Outputs    map[string]Output
+	}
+	if err := json.Unmarshal(resolved, &top); err != nil {
+		return err
+	}
+	switch tr := top.Transform.(type) {
+	case nil:
+	case string:
+		t.Transform = []string{tr}
+	case []any:
+		for _, v := range tr {
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("Transform %v is not a list of names", tr)
+			}
+			t.Transform = append(t.Transform, s)
+		}
+	default:
+		return fmt.Errorf("Transform %v is not a name or a list of names", tr)
+	}
+	t.Parameters, t.Resources, t.Outputs = top.Parameters, top.Resources, top.Outputs
+	for _, id := range slices.Sorted(maps.Keys(t.Resources)) {
+		var err error
+		switch typ := t.Resources[id].Type; typ {
+		case "":
+			err = fmt.Errorf("resource %s has no Type", id)
+		case typeTable:
+			_, err = t.GetDynamoDBTableWithName(id)
+		case typeFunction:
+			_, err = t.GetServerlessFunctionWithName(id)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if g, ok := t.doc["Globals"].(map[string]any); ok && g["Function"] != nil {
+		if _, err := t.GetServerlessGlobalFunction(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The resource types Load decodes.
+const (
+	typeTable    = "AWS::DynamoDB::Table"
+	typeFunction = "AWS::Serverless::Function"
+)
+
+// GetDynamoDBTableWithName returns the AWS::DynamoDB::Table with the
+// given logical id, in goformation's model.
+func (t *Template) GetDynamoDBTableWithName(logicalID string) (*cfndynamodb.Table, error) {
+	return resourceAs[cfndynamodb.Table](t, logicalID, typeTable)
+}
+
+// GetServerlessFunctionWithName returns the AWS::Serverless::Function with
+// the given logical id, in goformation's model. Globals are not merged in;
+// [Functions] merges them.
+func (t *Template) GetServerlessFunctionWithName(logicalID string) (*serverless.Function, error) {
+	return resourceAs[serverless.Function](t, logicalID, typeFunction)
+}
+
+// GetCloudWatchAlarmWithName returns the AWS::CloudWatch::Alarm with the
+// given logical id, in goformation's model.
+func (t *Template) GetCloudWatchAlarmWithName(logicalID string) (*cloudwatch.Alarm, error) {
+	return resourceAs[cloudwatch.Alarm](t, logicalID, "AWS::CloudWatch::Alarm")
+}
+
+// GetIAMManagedPolicyWithName returns the AWS::IAM::ManagedPolicy with the
+// given logical id, in goformation's model.
+func (t *Template) GetIAMManagedPolicyWithName(logicalID string) (*iam.ManagedPolicy, error) {
+	return resourceAs[iam.ManagedPolicy](t, logicalID, "AWS::IAM::ManagedPolicy")
+}
+
+// GetServerlessGlobalFunction returns the template's Globals.Function, in
+// goformation's model.
+func (t *Template) GetServerlessGlobalFunction() (*global.Function, error) {
+	g, _ := t.doc["Globals"].(map[string]any)
+	fn, ok := g["Function"]
+	if !ok {
+		return nil, errors.New("the template has no Globals.Function")
+	}
+	return decodeAs[global.Function](fn, "Globals.Function")
+}
+
+// resourceAs decodes the resolved resource logicalID, which must be of
+// type typ, into T: one of goformation's resource types, whose decoder
+// refuses unknown properties.
+func resourceAs[T any](t *Template, logicalID, typ string) (*T, error) {
+	res, ok := t.resource(logicalID)
+	if !ok || res["Type"] != typ {
+		return nil, fmt.Errorf("the template has no %s %s", typ, logicalID)
+	}
+	return decodeAs[T](res, typ+" "+logicalID)
+}
+
+// decodeAs decodes a resolved JSON value into T; what names the value in
+// an error.
+func decodeAs[T any](v any, what string) (*T, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }
 
 // Creates reports whether the template creates the resource with the given

@@ -1,8 +1,8 @@
 package infra_test
 
 // The offline proof that template.yaml deploys what the project needs: it is
-// loaded with goformation (through infra.Load) and every property that
-// matters is asserted. We cannot reach AWS from CI; AWS's own tools, cfn-lint
+// loaded through infra.Load (goformation's resource models) and every
+// property that matters is asserted. We cannot reach AWS from CI; AWS's own tools, cfn-lint
 // and the SAM transform, run offline in transformed_test.go.
 
 import (
@@ -80,7 +80,7 @@ func TestTemplateGlobalsAndFunctions(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"transform", deref(tpl.Transform.String), "AWS::Serverless-2016-10-31"},
+		{"transform", tpl.Transform, []string{"AWS::Serverless-2016-10-31"}},
 		{"functions", slices.Sorted(maps.Keys(fns)), []string{"ApiFunction", "ReaperFunction"}},
 		{"globals runtime", deref(g.Runtime), "provided.al2023"},
 		{"globals architectures", deref(g.Architectures), []string{"arm64"}},
@@ -431,7 +431,7 @@ func TestTemplateParameters(t *testing.T) {
 
 	// Retention's AllowedPattern admits exactly what time.ParseDuration
 	// reads, among the values a user would type.
-	pattern := regexp.MustCompile(*tpl.Parameters["Retention"].AllowedPattern)
+	pattern := regexp.MustCompile(tpl.Parameters["Retention"].AllowedPattern)
 	for _, v := range []string{"24h", "90m", "1h30m", "0.5h", "3600s", "24", "1d", "-1h", "h", ""} {
 		_, perr := time.ParseDuration(v)
 		valid := perr == nil && !strings.HasPrefix(v, "-")
@@ -484,6 +484,41 @@ func TestFindTemplate(t *testing.T) {
 		_, err := infra.FindTemplate()
 		if !errors.Is(err, infra.ErrNoModuleRoot) {
 			t.Errorf("got %v, want %v", err, infra.ErrNoModuleRoot)
+		}
+	})
+}
+
+// TestLoadRefusesUnknownProperty: a misspelled property of a resource type
+// infra reads fails Load, instead of reading as absent.
+func TestLoadRefusesUnknownProperty(t *testing.T) {
+	for _, tt := range []struct{ name, resource string }{
+		{"table", "Type: AWS::DynamoDB::Table\n    Properties:\n      BilingMode: PAY_PER_REQUEST\n"},
+		{"function", "Type: AWS::Serverless::Function\n    Properties:\n      Runtim: provided.al2023\n"},
+		{"no type", "Properties: {}\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "template.yaml")
+			src := "Transform: AWS::Serverless-2016-10-31\nResources:\n  R:\n    " + tt.resource
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := infra.Load(path); err == nil {
+				t.Errorf("Load accepted:\n%s", src)
+			}
+		})
+	}
+	t.Run("known properties", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "template.yaml")
+		src := "Transform: [AWS::Serverless-2016-10-31]\nResources:\n  R:\n    Type: AWS::DynamoDB::Table\n    Properties:\n      BillingMode: PAY_PER_REQUEST\n"
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tpl, err := infra.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tpl.Transform, []string{"AWS::Serverless-2016-10-31"}) {
+			t.Errorf("Transform = %q", tpl.Transform)
 		}
 	})
 }

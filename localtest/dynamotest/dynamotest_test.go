@@ -124,31 +124,3 @@ func TestIdempotencyTableWithoutTemplate(t *testing.T) {
 		t.Errorf("CreateTables(PaymentsTable) without a template did not fail")
 	}
 }
-
-func TestServerKind(t *testing.T) {
-	tests := []struct {
-		name, value string
-		want        dynamotest.Server
-		allOld, ttl bool
-		known       bool
-	}{
-		{"dynalite", "dynalite", dynamotest.Dynalite, false, false, true},
-		{"moto", "moto", dynamotest.Moto, true, true, true},
-		{"unset", "", dynamotest.Endpoint, false, false, false},
-		{"other", "dynamodb-local", dynamotest.Endpoint, false, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(dynamotest.EnvServer, tt.value)
-			if got := dynamotest.ServerKind(); got != tt.want {
-				t.Errorf("ServerKind: got %q, want %q", got, tt.want)
-			}
-			if got, ok := dynamotest.ReturnsOldItemOnConditionFailure(); got != tt.allOld || ok != tt.known {
-				t.Errorf("ReturnsOldItemOnConditionFailure: got %v, %v, want %v, %v", got, ok, tt.allOld, tt.known)
-			}
-			if got, ok := dynamotest.HasTTLAPI(); got != tt.ttl || ok != tt.known {
-				t.Errorf("HasTTLAPI: got %v, %v, want %v, %v", got, ok, tt.ttl, tt.known)
-			}
-		})
-	}
-}

@@ -7,7 +7,7 @@
 // github.com/lambda-dedupe/dedupe/localtest/rehearsal).
 //
 // Where moto's DynamoDB differs from dynalite, which the store tests must
-// name (see [github.com/lambda-dedupe/dedupe/localtest/dynamotest.Server]):
+// name (see [github.com/lambda-dedupe/dedupe/localtest/dynamoserver.Server]):
 //
 //   - moto honours ReturnValuesOnConditionCheckFailure: a failed
 //     conditional write carries the existing item (ALL_OLD), as DynamoDB

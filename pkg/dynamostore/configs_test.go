@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
@@ -60,7 +61,7 @@ func TestCheckConfigs(t *testing.T) {
 		}
 		// moto answers each call several times slower than dynalite.
 		n := 25
-		if dynamotest.ServerKind() == dynamotest.Moto {
+		if dynamoserver.ServerKind() == dynamoserver.Moto {
 			n = 12
 		}
 		dedupetest.CheckConfigs(t, dedupetest.ConfigCheck{

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/internal/dynamoitem"
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -47,7 +47,7 @@ func TestItemLimits(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "just fits" && dynamotest.ServerKind() == dynamotest.Moto {
+			if tc.name == "just fits" && dynamoserver.ServerKind() == dynamoserver.Moto {
 				// moto counts a binary attribute at its base64 length
 				// (moto/dynamodb/models/dynamo_type.py, size), where
 				// DynamoDB counts raw bytes, so it refuses this item; the

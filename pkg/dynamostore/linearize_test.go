@@ -13,6 +13,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
@@ -53,8 +54,8 @@ func TestLinearizable(t *testing.T) {
 // is a defect in make test, so this one runs only on demand, under load:
 // DEDUPE_MOTO_RACE=1 with the moto server (see docs/linearizability.md).
 func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
-	if os.Getenv("DEDUPE_MOTO_RACE") == "" || dynamotest.ServerKind() != dynamotest.Moto {
-		t.Skipf("on demand, under CPU load: DEDUPE_MOTO_RACE=1 with %s=moto", dynamotest.EnvServer)
+	if os.Getenv("DEDUPE_MOTO_RACE") == "" || dynamoserver.ServerKind() != dynamoserver.Moto {
+		t.Skipf("on demand, under CPU load: DEDUPE_MOTO_RACE=1 with %s=moto", dynamoserver.EnvServer)
 	}
 	srv, err := moto.Start(context.Background(), moto.Options{Concurrent: true})
 	if errors.Is(err, moto.ErrNotInstalled) && os.Getenv("CI") == "" {

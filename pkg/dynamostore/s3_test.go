@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
@@ -35,7 +35,7 @@ func s3Endpoint(t *testing.T) string {
 	if ep := os.Getenv("AWS_ENDPOINT_URL_S3"); ep != "" {
 		return ep
 	}
-	if dynamotest.ServerKind() == dynamotest.Moto {
+	if dynamoserver.ServerKind() == dynamoserver.Moto {
 		return dynalite.Endpoint(t)
 	}
 	if _, err := exec.LookPath(moto.DefaultBin); err != nil {

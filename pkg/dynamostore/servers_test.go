@@ -7,13 +7,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 // TestReplayCallsByServer pins the cost of a replay on each server by name
-// (dynamotest.ServerKind), where TestCallsPerRequest accepts either: on
+// (dynamoserver.ServerKind), where TestCallsPerRequest accepts either: on
 // moto, which returns the item with the failed condition as DynamoDB does,
 // a replay is exactly one PutItem; on dynalite, which ignores
 // ReturnValuesOnConditionCheckFailure, it is the PutItem and the fallback
@@ -43,9 +43,9 @@ func TestReplayCallsByServer(t *testing.T) {
 	ops, withoutItem := r.calls.snapshot()
 	oneCall := slices.Repeat([]string{"PutItem"}, replays)
 	twoCalls := slices.Repeat([]string{"PutItem", "GetItem"}, replays)
-	server := dynamotest.ServerKind()
+	server := dynamoserver.ServerKind()
 	t.Logf("%s: %d calls for %d replays (%v)", server, len(ops), replays, ops)
-	switch returns, known := dynamotest.ReturnsOldItemOnConditionFailure(); {
+	switch returns, known := dynamoserver.ReturnsOldItemOnConditionFailure(); {
 	case known && returns:
 		if !slices.Equal(ops, oneCall) || withoutItem != 0 {
 			t.Errorf("%s returns ALL_OLD: got calls %v (%d failures without the item), want exactly 1 PutItem per replay", server, ops, withoutItem)

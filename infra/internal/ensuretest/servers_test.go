@@ -4,10 +4,11 @@ import (
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 )
 
-// TestEnsureTablesTTLByServer pins, by server name (dynamotest.ServerKind),
+// TestEnsureTablesTTLByServer pins, by server name (dynamoserver.ServerKind),
 // what TestEnsureTablesDynalite tolerates either way: moto has the TTL API,
 // so TTL ends up enabled on expires_at; dynalite has none, so EnsureTables
 // reports it unsupported instead of failing.
@@ -19,8 +20,8 @@ func TestEnsureTablesTTLByServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := results[0]
-	server := dynamotest.ServerKind()
-	has, known := dynamotest.HasTTLAPI()
+	server := dynamoserver.ServerKind()
+	has, known := dynamoserver.HasTTLAPI()
 	switch {
 	case !known:
 		t.Logf("%s: TTL enabled %v, unsupported %v", server, got.TTLEnabled, got.TTLUnsupported)

@@ -28,7 +28,7 @@
 // withdynalite sets AWS_ENDPOINT_URL_DYNAMODB to the endpoint and
 // DEDUPE_DYNAMODB_SERVER to "dynalite", "moto" or "endpoint", so that tests
 // can expect each server's documented differences by name (see
-// localtest/dynamotest.ServerKind). It stops a server it started when CMD
+// localtest/dynamoserver.ServerKind). It stops a server it started when CMD
 // exits or when withdynalite receives SIGINT or SIGTERM (which it passes on
 // to CMD).
 //

@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 )
 
@@ -38,7 +38,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("withdynalite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "copy the started server's output to standard error")
-	server := fs.String("server", "", "`dynalite`, moto or an endpoint URL (default: $"+dynamotest.EnvSelect+
+	server := fs.String("server", "", "`dynalite`, moto or an endpoint URL (default: $"+dynamoserver.EnvSelect+
 		", else a preset $"+dynalite.EnvEndpoint+", else dynalite)")
 	bin := fs.String("dynalite", getenv(env, envBin),
 		"the dynalite executable (default $"+envBin+", else localtest/node_modules/.bin/dynalite under the module root)")
@@ -53,7 +53,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	choice, err := choose(*server, getenv(env, dynamotest.EnvSelect), getenv(env, dynalite.EnvEndpoint))
+	choice, err := choose(*server, getenv(env, dynamoserver.EnvSelect), getenv(env, dynalite.EnvEndpoint))
 	if err != nil {
 		fmt.Fprintf(stderr, "withdynalite: %v\n", err)
 		return 2
@@ -87,7 +87,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "withdynalite: using %s=%s\n", dynalite.EnvEndpoint, endpoint)
 	}
 	env = setenv(env, dynalite.EnvEndpoint, endpoint)
-	env = setenv(env, dynamotest.EnvServer, string(choice.kind))
+	env = setenv(env, dynamoserver.EnvServer, string(choice.kind))
 	if isLoopback(endpoint) {
 		for _, d := range localDefaults {
 			if getenv(env, d.name) == "" {
@@ -120,7 +120,7 @@ func run(args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // choice is the server a run uses: one to start (endpoint empty), or an
 // endpoint to use as it is.
 type choice struct {
-	kind     dynamotest.Server
+	kind     dynamoserver.Server
 	endpoint string
 }
 
@@ -132,17 +132,17 @@ func choose(flagValue, sel, preset string) (choice, error) {
 		v = sel
 	}
 	switch {
-	case v == string(dynamotest.Dynalite), v == "" && preset == "":
-		return choice{kind: dynamotest.Dynalite}, nil
-	case v == string(dynamotest.Moto):
-		return choice{kind: dynamotest.Moto}, nil
+	case v == string(dynamoserver.Dynalite), v == "" && preset == "":
+		return choice{kind: dynamoserver.Dynalite}, nil
+	case v == string(dynamoserver.Moto):
+		return choice{kind: dynamoserver.Moto}, nil
 	case v == "":
-		return choice{kind: dynamotest.Endpoint, endpoint: preset}, nil
+		return choice{kind: dynamoserver.Endpoint, endpoint: preset}, nil
 	}
 	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return choice{}, fmt.Errorf("server %q: want dynalite, moto or an http(s) endpoint URL", v)
 	}
-	return choice{kind: dynamotest.Endpoint, endpoint: v}, nil
+	return choice{kind: dynamoserver.Endpoint, endpoint: v}, nil
 }
 
 // stopper is a started server.
@@ -154,10 +154,10 @@ type stopper interface {
 // startServer starts dynalite or moto_server, copying its output to out
 // when out is not nil, giving up early on SIGINT or SIGTERM.
 // bin is the dynalite executable, "" for the default.
-func startServer(kind dynamotest.Server, bin string, out io.Writer) (stopper, error) {
+func startServer(kind dynamoserver.Server, bin string, out io.Writer) (stopper, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if kind == dynamotest.Moto {
+	if kind == dynamoserver.Moto {
 		return moto.Start(ctx, moto.Options{Output: out})
 	}
 	return dynalite.Start(ctx, dynalite.Options{Bin: bin, Output: out})

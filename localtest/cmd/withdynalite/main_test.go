@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 )
 
@@ -93,7 +93,7 @@ func TestRun(t *testing.T) {
 			args:     []string{"--", self},
 			wantCode: 0,
 			want: map[string]string{
-				dynalite.EnvEndpoint: "http://localhost:8000", dynamotest.EnvServer: "endpoint",
+				dynalite.EnvEndpoint: "http://localhost:8000", dynamoserver.EnvServer: "endpoint",
 				"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 			},
 		},
@@ -104,28 +104,28 @@ func TestRun(t *testing.T) {
 			wantCode: 3,
 			want: map[string]string{
 				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-				"ping": "200 OK", dynamotest.EnvServer: "dynalite",
+				"ping": "200 OK", dynamoserver.EnvServer: "dynalite",
 			},
 			dynalite: true,
 		},
 		{
 			name:     "DEDUPE_DYNAMODB=moto starts moto even with a preset endpoint",
-			env:      []string{dynamotest.EnvSelect + "=moto", dynalite.EnvEndpoint + "=http://localhost:8000", helperEnv + "=0", "WITHDYNALITE_PING=1"},
+			env:      []string{dynamoserver.EnvSelect + "=moto", dynalite.EnvEndpoint + "=http://localhost:8000", helperEnv + "=0", "WITHDYNALITE_PING=1"},
 			args:     []string{"--", self},
 			wantCode: 0,
-			want:     map[string]string{dynamotest.EnvServer: "moto", "ping": "200 OK", "AWS_REGION": "us-east-1"},
+			want:     map[string]string{dynamoserver.EnvServer: "moto", "ping": "200 OK", "AWS_REGION": "us-east-1"},
 			moto:     true,
 		},
 		{
 			name:     "-server URL beats DEDUPE_DYNAMODB",
-			env:      []string{dynamotest.EnvSelect + "=moto", helperEnv + "=0"},
+			env:      []string{dynamoserver.EnvSelect + "=moto", helperEnv + "=0"},
 			args:     []string{"-server", "http://127.0.0.1:8000", "--", self},
 			wantCode: 0,
-			want:     map[string]string{dynalite.EnvEndpoint: "http://127.0.0.1:8000", dynamotest.EnvServer: "endpoint"},
+			want:     map[string]string{dynalite.EnvEndpoint: "http://127.0.0.1:8000", dynamoserver.EnvServer: "endpoint"},
 		},
 		{
 			name:      "bad server",
-			env:       []string{dynamotest.EnvSelect + "=dynamodb-local"},
+			env:       []string{dynamoserver.EnvSelect + "=dynamodb-local"},
 			args:      []string{"--", "true"},
 			wantCode:  2,
 			wantInErr: "want dynalite, moto or an http(s) endpoint URL",
