@@ -14,7 +14,7 @@ import (
 // TestGatewayWithPool runs requests through the gateway into echofn under
 // the real emulator.
 func TestGatewayWithPool(t *testing.T) {
-	pool, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = time.Second })
+	pool, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = failTimeout })
 	g, err := New(Config{
 		Routes: []Route{
 			{Key: "ANY /echo/{id}", Function: pool},
@@ -60,7 +60,7 @@ func TestGatewayWithPool(t *testing.T) {
 	}{
 		{"handler error", "error=1", "", 500, `{"message":"Internal Server Error"}`},
 		{"panic", "panic=1", "", 500, `{"message":"Internal Server Error"}`},
-		{"function timeout", "sleep=30s", "", 500, `{"message":"Internal Server Error"}`},
+		{"function timeout", sleepPastTimeout, "", 500, `{"message":"Internal Server Error"}`},
 		{"JSON result without statusCode", "raw=1", `{"hello":"world"}`, 200, `{"hello":"world"}`},
 		{"JSON string result", "raw=1", `"hi"`, 200, `"hi"`},
 		{"result object", "raw=1", `{"statusCode":418,"body":"teapot","cookies":["a=1"]}`, 418, `teapot`},

@@ -102,6 +102,17 @@ func newHold(t *testing.T) (query string, release func()) {
 // holds: far beyond any hold, so that only the test ends one.
 const heldTimeout = time.Minute
 
+// Tests of a function timeout use failTimeout, and a function that sleeps
+// 30 times longer (sleepPastTimeout), so that only the timeout can end it.
+// Under the emulator a cold start counts toward the first invocation's
+// timeout, so failTimeout also bounds the start of an environment: a
+// race-built echofn took up to 1.9 s to start under stress --cpu 4, and a
+// 1 s timeout failed the invocation after a replacement.
+const (
+	failTimeout      = 5 * time.Second
+	sleepPastTimeout = "sleep=150s"
+)
+
 // echoAnswer is what echofn puts in its response body.
 type echoAnswer struct {
 	PID   int               `json:"pid"`
@@ -206,11 +217,11 @@ func TestPoolFailures(t *testing.T) {
 		{name: "handler error keeps the environment", query: "error=1", wantType: "errorString", replaced: false},
 		{name: "panic replaces the environment", query: "panic=1", wantType: "string", replaced: true},
 		{name: "crash replaces the environment", query: "exit=1", wantType: ErrorTypeExit, replaced: true},
-		{name: "timeout replaces the environment", query: "sleep=30s", wantType: ErrorTypeTimeout, replaced: true},
+		{name: "timeout replaces the environment", query: sleepPastTimeout, wantType: ErrorTypeTimeout, replaced: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = time.Second })
+			p, _ := newEchoPool(t, func(c *PoolConfig) { c.Function.Timeout = failTimeout })
 			ctx := context.Background()
 			before, err := invokeEcho(ctx, p, "")
 			if err != nil {
@@ -230,9 +241,10 @@ func TestPoolFailures(t *testing.T) {
 			if got := fe.Timeout(); got != (tt.wantType == ErrorTypeTimeout) {
 				t.Errorf("got Timeout() %v, want %v", got, !got)
 			}
-			// The function sleeps 30s: the 1s timeout cut it short.
-			if took := time.Since(start); fe.Timeout() && took >= 30*time.Second {
-				t.Errorf("timeout took %v, want the 1s function timeout to cut the 30s sleep short", took)
+			// The function sleeps 30 times the timeout: the timeout cut it
+			// short.
+			if took := time.Since(start); fe.Timeout() && took >= 30*failTimeout {
+				t.Errorf("timeout took %v, want the %v function timeout to cut the sleep short", took, failTimeout)
 			}
 
 			after, err := invokeEcho(ctx, p, "")
