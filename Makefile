@@ -108,8 +108,9 @@ TEST_FLAGS ?=
 # one more than the cores. Its packages wait on their servers and on the
 # processes they start, so with one per core (go test's default) a 2-core
 # machine sat 20 to 50% idle in the last 100 s of a warm run, once the moto
-# pass had ended; with one more it stays busy to the end (warm runs 270 s
-# and 293 s at -p 2, 249 s at -p 3).
+# pass had ended; with one more it stays busy to the end. The gain is
+# within this machine's noise so far: warm runs took 235 to 305 s (mean
+# 273 s, five runs) at -p 3, and 270 to 293 s (mean 281 s, three) at -p 2.
 TEST_P ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 
 # TEST_BUILD_FLAGS decide how `make test` compiles every package. The vet
