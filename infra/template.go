@@ -222,7 +222,7 @@ func (t *Template) parse(resolved []byte) error {
 	t.Parameters, t.Resources, t.Outputs = top.Parameters, top.Resources, top.Outputs
 	for _, id := range slices.Sorted(maps.Keys(t.Resources)) {
 		var err error
-		switch typ := t.Resources[id].Type; typ {
+		switch t.Resources[id].Type {
 		case "":
 			err = fmt.Errorf("resource %s has no Type", id)
 		case typeTable:

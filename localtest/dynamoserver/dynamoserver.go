@@ -49,21 +49,16 @@ func ServerKind() Server {
 // (ReturnValuesOnConditionCheckFailure ALL_OLD), as DynamoDB does: true on
 // moto, false on dynalite. ok is false for an unknown endpoint, whose
 // behaviour the tests must not assume.
-func ReturnsOldItemOnConditionFailure() (returns, ok bool) {
-	switch ServerKind() {
-	case Moto:
-		return true, true
-	case Dynalite:
-		return false, true
-	default:
-		return false, false
-	}
-}
+func ReturnsOldItemOnConditionFailure() (returns, ok bool) { return onMotoOnly() }
 
 // HasTTLAPI reports whether the test server is known to have the TTL API
 // (DescribeTimeToLive, UpdateTimeToLive): true on moto, false on dynalite.
 // ok is false for an unknown endpoint.
-func HasTTLAPI() (has, ok bool) {
+func HasTTLAPI() (has, ok bool) { return onMotoOnly() }
+
+// onMotoOnly answers for a DynamoDB behaviour that moto has and dynalite
+// lacks: whether the test server has it, and whether that is known.
+func onMotoOnly() (has, known bool) {
 	switch ServerKind() {
 	case Moto:
 		return true, true
