@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	testEcho = filepath.Join(dir, "echofn", "bootstrap")
-	if err := BuildBootstrap(ctx, root, "./localtest/gateway/testdata/echofn", testEcho); err != nil {
+	if err := BuildStaticBootstrap(ctx, root, "./localtest/gateway/testdata/echofn", testEcho); err != nil {
 		fmt.Fprintln(os.Stderr, "build echofn:", err)
 		return 1
 	}
