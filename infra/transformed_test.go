@@ -6,7 +6,6 @@ package infra_test
 // aws-sam-translator; without them the tests skip, and fail when CI is set.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -16,22 +15,19 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
 )
 
-// toolsErr is infra.Tools's answer, asked once per test binary: each ask
-// starts Python and imports both tools, a second or more of CPU.
-var toolsErr = sync.OnceValue(func() error { return infra.Tools(context.Background()) })
-
-// requireTools skips t without cfn-lint and aws-sam-translator, or fails
-// it when CI is set.
-func requireTools(t *testing.T) {
+// needTools skips t when err says that cfn-lint or aws-sam-translator is
+// missing (it wraps infra.ErrToolMissing), or fails it when CI is set. The
+// tests call the tools and then ask: infra.Transform and infra.Lint name
+// what is missing themselves, and asking infra.Tools first would start
+// Python once more, a second or more of CPU, to learn the same.
+func needTools(t *testing.T, err error) {
 	t.Helper()
-	err := toolsErr()
-	if err == nil {
+	if !errors.Is(err, infra.ErrToolMissing) {
 		return
 	}
 	if os.Getenv("CI") != "" {
@@ -43,8 +39,8 @@ func requireTools(t *testing.T) {
 // transformed returns template.yaml after the SAM transform, decoded.
 func transformed(t *testing.T, opts infra.TransformOptions) map[string]any {
 	t.Helper()
-	requireTools(t)
 	out, err := infra.Transform(t.Context(), templatePath, opts)
+	needTools(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +77,8 @@ func jsonString(t *testing.T, v any) string {
 
 func TestValidate(t *testing.T) {
 	t.Parallel() // each starts Python: let two overlap
-	requireTools(t)
 	ran, err := infra.Validate(t.Context(), templatePath, filepath.Join(t.TempDir(), "transformed.json"))
+	needTools(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +87,6 @@ func TestValidate(t *testing.T) {
 
 func TestLintFails(t *testing.T) {
 	t.Parallel() // each starts Python: let two overlap
-	requireTools(t)
 	// A template with an error cfn-lint knows (a Lambda runtime that does
 	// not exist) must fail, so that a passing Validate means something.
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -99,7 +94,9 @@ func TestLintFails(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := infra.Lint(t.Context(), filepath.Dir(bad), bad); !errors.Is(err, infra.ErrLint) {
+	err := infra.Lint(t.Context(), filepath.Dir(bad), bad)
+	needTools(t, err)
+	if !errors.Is(err, infra.ErrLint) {
 		t.Errorf("got %v, want %v", err, infra.ErrLint)
 	}
 }
@@ -324,5 +321,16 @@ func TestTransformToolMissing(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, infra.ErrToolMissing)
 			}
 		})
+	}
+}
+
+// TestToolsMissing: Tools names each missing tool and wraps
+// ErrToolMissing. (Its answer with both tools present is asked by the
+// rehearsal's test, as cmd/rehearse asks it.)
+func TestToolsMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := infra.Tools(t.Context())
+	if !errors.Is(err, infra.ErrToolMissing) || !strings.Contains(err.Error(), "cfn-lint") || !strings.Contains(err.Error(), "python3") {
+		t.Fatalf("got %v, want %v naming cfn-lint and python3", err, infra.ErrToolMissing)
 	}
 }
