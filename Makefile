@@ -98,6 +98,11 @@ slow_first = { $(GO) list $(SLOW_PKGS); echo --; $(GO) list $(1); } | \
 DEDUPE_DYNAMODB ?=
 export DEDUPE_DYNAMODB
 
+# SUBMAKE is $(MAKE) under another name, for the test and stress recipes:
+# GNU make runs a recipe line that names $(MAKE) even under -n, and each of
+# those recipes is one line, so `make -n test` ran the whole suite.
+SUBMAKE = $(MAKE)
+
 # TEST_LOG keeps each pass's output, the summary and the package times.
 TEST_LOG := build/test
 
@@ -180,7 +185,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
-	test_pass build $(MAKE) build rie; \
+	test_pass build $(SUBMAKE) build rie; \
 	pkgs=$$($(call slow_first,$(PKG)) | grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
 		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >$(TEST_LOG)/moto.result; \
@@ -223,7 +228,7 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq stress >/dev/null; \
 		hog="stress --cpu $(STRESS_CPU) --quiet"; \
 	else echo "make stress: needs stress-ng or stress: sudo apt-get install -y stress" >&2; exit 1; fi; \
-	$(MAKE) build rie >/dev/null; \
+	$(SUBMAKE) build rie >/dev/null; \
 	echo "load: $$hog"; setsid $$hog & hog_pid=$$!; \
 	trap 'kill -TERM -- -$$hog_pid 2>/dev/null || true; wait $$hog_pid 2>/dev/null || true' EXIT; \
 	for i in $$(seq $(STRESS_RUNS)); do \

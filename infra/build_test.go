@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
@@ -45,6 +47,11 @@ func TestSAMBuildTargets(t *testing.T) {
 			}
 			artifacts := t.TempDir()
 			cmd := exec.Command("make", "-s", "-C", root, "build-"+fn.LogicalID, "ARTIFACTS_DIR="+artifacts)
+			// sam build runs make afresh: the flags of a make that runs
+			// this test (make test, make -n test) must not reach it.
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+			})
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("make build-%s: %v\n%s", fn.LogicalID, err, out)
 			}
