@@ -43,8 +43,11 @@ go_build = CGO_ENABLED=0 GOOS=$(2) GOARCH=$(3) $(GO) build -tags lambda.norpc -t
 # Lambda target platform, as template.yaml declares it (Architectures: [arm64]).
 LAMBDA_GOOS   := linux
 LAMBDA_GOARCH := arm64
-HOST_GOOS     := $(shell $(GO) env GOOS)
-HOST_GOARCH   := $(shell $(GO) env GOARCH)
+# The host's, asked only by the rules that use them (make run's
+# build-local): every make, the sub-makes of make test's build pass and of
+# the SAM build tests included, parsed them at start, one go command each.
+HOST_GOOS      = $(shell $(GO) env GOOS)
+HOST_GOARCH    = $(shell $(GO) env GOARCH)
 
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
@@ -186,7 +189,8 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
 	test_pass build $(SUBMAKE) build rie; \
-	pkgs=$$($(call slow_first,$(PKG)) | grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) || true); moto_pid=; \
+	all=$$($(call slow_first,$(PKG))); \
+	pkgs=$$(grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) <<<"$$all" || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
 		echo "SKIP moto (DEDUPE_DYNAMODB or AWS_ENDPOINT_URL_DYNAMODB picks one server)" >$(TEST_LOG)/moto.result; \
 	elif [ -z "$$pkgs" ]; then \
@@ -199,7 +203,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 		test_pass_bg moto $(WITHDYNALITE) -server moto -- $(GO_TEST) $$pkgs & moto_pid=$$!; \
 		trap '[ -z "$$moto_pid" ] || kill -- $$moto_pid 2>/dev/null || true' EXIT; \
 	fi; \
-	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -p $(TEST_P) $$($(call slow_first,$(PKG))); \
+	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -p $(TEST_P) $$all; \
 	if [ -n "$$moto_pid" ]; then \
 		wait $$moto_pid || true; moto_pid=; \
 		echo; echo "moto pass (ran alongside):"; cat $(TEST_LOG)/moto.log; \
