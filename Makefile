@@ -123,17 +123,20 @@ TEST_P ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 
 # TEST_BUILD_FLAGS decide how `make test` compiles every package. The vet
 # pass, the tests, withservers and what the tests build to run (the
-# bootstraps under the emulator, make run's command; see internal/goflavour)
+# product's bootstraps under the emulator, make run's command; see
+# internal/goflavour)
 # all use them, so that with empty Go caches each package is compiled once,
 # in one flavour, and found in Go's build cache by everything after:
 #   -race       the tests run with the race detector, so vet and the tools
 #               compile what the tests compile;
 #   -trimpath   compiled packages do not depend on where the checkout is,
 #               so a fresh clone (as CI makes) finds them in the cache too.
-# Only the emulator and withdynalite are built otherwise (static, from the
-# standard library and a few packages of their own): neither is under test,
-# both carry the tests' traffic (withdynalite proxies moto's), and with
-# -race the emulator made the gateway tests 2.4 times slower.
+# Only the emulator, withdynalite and the gateway's test function (echofn)
+# are built otherwise (static, from the standard library and a few packages
+# of their own): none is under test, the first two carry the tests'
+# traffic (withdynalite proxies moto's), with -race the emulator made the
+# gateway tests 2.4 times slower, and a race-built echofn took five times
+# the CPU at each of its some thirty starts.
 TEST_BUILD_FLAGS := -race -trimpath
 
 # GO_VET and GO_TEST are the go vet and go test of `make test` (GO_TEST also
