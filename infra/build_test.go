@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
@@ -46,12 +44,10 @@ func TestSAMBuildTargets(t *testing.T) {
 				t.Fatalf("BuildMethod = %q, want makefile", fn.BuildMethod)
 			}
 			artifacts := t.TempDir()
-			cmd := exec.Command("make", "-s", "-C", root, "build-"+fn.LogicalID, "ARTIFACTS_DIR="+artifacts)
-			// sam build runs make afresh: the flags of a make that runs
-			// this test (make test, make -n test) must not reach it.
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-				return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
-			})
+			cmd := exec.Command("make", "-s", "-C", root, "build-"+fn.LogicalID)
+			// As sam build runs it: the flags of a make that runs this
+			// test (make test, make -n test) must not reach it.
+			cmd.Env = infra.MakeBuildEnv(os.Environ(), artifacts)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("make build-%s: %v\n%s", fn.LogicalID, err, out)
 			}

@@ -115,3 +115,9 @@ func ExampleEnsureTables() {
 		fmt.Println()
 	}
 }
+
+func ExampleMakeBuildEnv() {
+	env := infra.MakeBuildEnv([]string{"HOME=/home/me", "MAKEFLAGS=n", "MAKELEVEL=1"}, "/tmp/artifacts")
+	fmt.Println(env)
+	// Output: [HOME=/home/me ARTIFACTS_DIR=/tmp/artifacts]
+}

@@ -575,3 +575,21 @@ func pickNum(own, global *float64) *float64 {
 	}
 	return global
 }
+
+// MakeBuildEnv returns the environment in which `sam build` runs `make
+// build-<LogicalId>` for a function with BuildMethod makefile: environ
+// without the flags of a make that runs the caller (MAKEFLAGS, MFLAGS,
+// MAKELEVEL), since sam build starts make afresh, with ARTIFACTS_DIR set to
+// artifacts. environ is not modified.
+func MakeBuildEnv(environ []string, artifacts string) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "ARTIFACTS_DIR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "ARTIFACTS_DIR="+artifacts)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -132,5 +133,17 @@ func TestScheduleRate(t *testing.T) {
 				t.Errorf("got %v, %v, want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestMakeBuildEnv(t *testing.T) {
+	environ := []string{"PATH=/bin", "MAKEFLAGS=n", "MFLAGS=-n", "MAKELEVEL=1", "ARTIFACTS_DIR=/old", "MAKEFLAGSX=kept"}
+	got := infra.MakeBuildEnv(environ, "/art")
+	want := []string{"PATH=/bin", "MAKEFLAGSX=kept", "ARTIFACTS_DIR=/art"}
+	if !slices.Equal(got, want) {
+		t.Errorf("MakeBuildEnv = %q, want %q", got, want)
+	}
+	if environ[1] != "MAKEFLAGS=n" {
+		t.Errorf("MakeBuildEnv modified its argument: %q", environ)
 	}
 }

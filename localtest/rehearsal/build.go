@@ -94,12 +94,9 @@ func build(ctx context.Context, root, work string, fn infra.Function) (Artifact,
 	}
 	cmd := exec.CommandContext(ctx, "make", "--makefile", filepath.Join(src, "Makefile"), "build-"+fn.LogicalID)
 	cmd.Dir = src
-	// SAM runs make afresh with ARTIFACTS_DIR in the environment; an
+	// As SAM runs it: afresh, with ARTIFACTS_DIR in the environment; an
 	// enclosing make's flags (make test) must not leak in.
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
-	})
-	cmd.Env = append(env, "ARTIFACTS_DIR="+artifacts)
+	cmd.Env = infra.MakeBuildEnv(os.Environ(), artifacts)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Artifact{}, fmt.Errorf("build %s: make build-%s: %w\n%s", fn.LogicalID, fn.LogicalID, err, out)
 	}
