@@ -258,6 +258,16 @@ func TestReleaseRefusals(t *testing.T) {
 			release := func(extra ...string) (int, string, string) {
 				return run(t, "", append(append([]string{"release", ref, "--token", "tok-live"}, extra...), b.flags...)...)
 			}
+			if code, _, errOut := run(t, "", append([]string{"show", ref, "--body"}, b.flags...)...); code != cli.ExitNotFound {
+				t.Errorf("show --body of a record in flight: exit %d, %q; want %d", code, errOut, cli.ExitNotFound)
+			}
+			gone := dedupe.KeyRef(key + "/never-claimed")
+			if code, _, _ := run(t, "", append([]string{"release", gone, "--token", "x", "--force"}, b.flags...)...); code != cli.ExitNotFound {
+				t.Errorf("release of no record: exit %d, want %d", code, cli.ExitNotFound)
+			}
+			if code, _, _ := run(t, "", append([]string{"forget", gone, "--token", "x", "--reason", "x", "--yes"}, b.flags...)...); code != cli.ExitNotFound {
+				t.Errorf("forget of no record: exit %d, want %d", code, cli.ExitNotFound)
+			}
 			code, _, errOut := release()
 			if code != cli.ExitRefused || !strings.Contains(errOut, "is running") || !strings.Contains(errOut, "--force") {
 				t.Errorf("release of a running lease: exit %d, %q; want %d naming --force", code, errOut, cli.ExitRefused)
