@@ -206,10 +206,13 @@ func bounded(s string) string {
 // pkg/redisstore and pkg/pgstore provide one; the deployed functions never
 // call it (their IAM roles cannot delete).
 type Admin interface {
-	// FindRef returns the live records at now whose key's KeyRef is ref
+	// FindRef returns every live record at now whose key's KeyRef is ref
 	// ("key:" and 12 hex digits), through an index on the ref, never by
 	// scanning every record. It returns an empty slice when there is
-	// none; more than one only if 48-bit references collide.
+	// none, and more than one when 48-bit references collide: a tool
+	// that acts on one record must then refuse the ref and ask for the
+	// key (dedupe release and forget do), since a collision can be
+	// planted (see docs/security.md).
 	FindRef(ctx context.Context, ref string, now time.Time) ([]Record, error)
 
 	// InFlight returns up to limit live IN_PROGRESS records at now
@@ -217,6 +220,19 @@ type Admin interface {
 	// order, with truncated true when there may be more. Results are not
 	// included.
 	InFlight(ctx context.Context, now time.Time, limit int) (recs []Record, truncated bool, err error)
+
+	// ReleaseSeen ends the lease of the record seen (as Get, FindRef or
+	// InFlight returned it) as Store.Release does, but only while that
+	// record is unchanged: IN_PROGRESS, carrying seen.Token, its lease
+	// ending at seen.LeaseExpiresAt (to the millisecond). A record
+	// released since (the guard's own release included), renewed by a
+	// heartbeat, re-claimed, taken over, completed or deleted is left
+	// alone, and so is a seen record whose lease had already ended
+	// (released): ReleaseSeen then returns an error wrapping
+	// ErrLeaseLost and changes nothing. It is the release of an
+	// operator's tool (dedupe release): what the operator decided on,
+	// and nothing that changed since, is what it releases.
+	ReleaseSeen(ctx context.Context, seen Record) error
 
 	// Forget deletes the record for key if it still carries token (the
 	// owner token Get shows), so that the key runs again. Otherwise it

@@ -128,6 +128,27 @@ func (e *v2Event) route() string {
 	return rk
 }
 
+// routeLabel is the route key the API matched ("POST /payments", "POST
+// /{proxy+}"; an ANY route with the actual method), "POST $default" for
+// the $default route, never the raw path.
+func (e *v2Event) routeLabel() string {
+	method := e.RequestContext.HTTP.Method
+	rk := e.RouteKey
+	if rk == "" {
+		rk = e.RequestContext.RouteKey
+	}
+	m, path, ok := strings.Cut(rk, " ")
+	switch {
+	case rk == "":
+		return routeOf(method, RouteNone)
+	case !ok: // "$default"
+		return routeOf(method, rk)
+	case m == "ANY":
+		return routeOf(method, path)
+	}
+	return rk
+}
+
 func (e *v2Event) scope() string {
 	return "http:" + e.RequestContext.APIID + "/" + e.RequestContext.Stage
 }
@@ -167,6 +188,15 @@ func (e *v1Event) route() string {
 		return routeOf(e.HTTPMethod, e.Resource)
 	}
 	return routeOf(e.HTTPMethod, e.Path)
+}
+
+// routeLabel is the method and the resource the API matched, a greedy
+// one ("/{proxy+}") included, never the raw path.
+func (e *v1Event) routeLabel() string {
+	if e.Resource == "" {
+		return routeOf(e.HTTPMethod, RouteNone)
+	}
+	return routeOf(e.HTTPMethod, e.Resource)
 }
 
 func (e *v1Event) scope() string {

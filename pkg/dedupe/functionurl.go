@@ -38,6 +38,10 @@ func (e *urlEvent) method() string { return e.RequestContext.HTTP.Method }
 
 func (e *urlEvent) route() string { return routeOf(e.RequestContext.HTTP.Method, e.RawPath) }
 
+// routeLabel is the method and RouteNone: a Function URL matches no
+// route, and its raw path is the client's.
+func (e *urlEvent) routeLabel() string { return routeOf(e.RequestContext.HTTP.Method, RouteNone) }
+
 func (e *urlEvent) scope() string { return "url:" + e.RequestContext.DomainName }
 
 func (e *urlEvent) keyHeader() (string, int) { return lookup(e.Headers, "idempotency-key") }

@@ -73,7 +73,9 @@ type HTTPConfig struct {
 	// an HTTP API ("$default" and "ANY" routes use the actual method and
 	// path), the method and resource of a REST API, the method and path of
 	// a Function URL, and the method and ServeMux pattern (else path) for
-	// Middleware.
+	// Middleware. What it returns also names the route in Event.Route
+	// (logs, metrics, spans), so return a template, never the raw path;
+	// without it, Event.Route never holds a raw path (see Event.Route).
 	Route func(req any) string
 
 	// Principal returns the caller's identity, which scopes keys so one
@@ -182,6 +184,12 @@ type httpEvent interface {
 	// routeKnown reports whether route is the template the request
 	// matched, as RequireKeyOn lists routes (false: a raw path).
 	routeKnown() bool
+	// routeLabel returns the request's route as Event.Route reports it,
+	// for logs, metrics and spans: "METHOD template", from a route key,
+	// resource, or pattern the gateway or the mux matched, never from
+	// the client's path; RouteNone stands for the path where there is
+	// no template.
+	routeLabel() string
 	// scope returns what identifies the deployment that received the
 	// request: the API ID and stage, the Function URL's domain; "" when
 	// the event has none (net/http).
@@ -281,13 +289,16 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 		_, err := run(ctx, false)
 		return Result{}, false, err
 	}
-	var route string
+	// route scopes the key and enters the fingerprint (it may be the raw
+	// path); label is its bounded name in the event (Event.Route).
+	var route, label string
 	if c.route != nil {
 		route = c.route(ev.raw())
+		label = route
 	} else {
-		route = ev.route()
+		route, label = ev.route(), ev.routeLabel()
 	}
-	e := Event{Route: route}
+	e := Event{Route: label}
 	// refuse answers a request the guard never saw, with its one event.
 	refuse := func(outcome, problem string, err error) (Result, bool, error) {
 		res := problemResult(problem, 0)
@@ -349,7 +360,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 			e.Status = r.StatusCode
 			return r, err
 		}, &e)
-		res, respond, err = c.decide(ctx, route, out, gerr, ran, handlerErr, &e)
+		res, respond, err = c.decide(ctx, label, out, gerr, ran, handlerErr, &e)
 		return out, gerr
 	})
 	return res, respond, err
@@ -362,7 +373,9 @@ var (
 )
 
 // decide turns the guard's answer into the adapter's, and notes the
-// status answered in e.
+// status answered in e. route is the route's label (Event.Route), under
+// which the handler's typical duration is kept: bounded, whatever paths
+// clients send.
 func (c *httpCore) decide(ctx context.Context, route string, out Outcome, err error, ran bool, handlerErr error, e *Event) (Result, bool, error) {
 	if handlerErr != nil {
 		e.Status = http.StatusInternalServerError // what API Gateway answers an invoke error

@@ -178,7 +178,10 @@ func writeEscaped(b *strings.Builder, s string) {
 // "key:" and the first 12 hex digits of its SHA-256. Keys can carry
 // personal data (an e-mail address, an order number), so nothing in this
 // module quotes a whole key; KeyRef lets an operator match log lines to a
-// record (compute it from the stored key) without exposing it.
+// record (compute it from the stored key) without exposing it. It is 48
+// bits, a locator rather than an identity: distinct keys can share one,
+// by chance or planted, so Admin.FindRef returns every record with it and
+// the operator's tools act on one only when it is the only one.
 func KeyRef(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return "key:" + hex.EncodeToString(sum[:6])

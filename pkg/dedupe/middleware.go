@@ -135,6 +135,15 @@ func (e *stdEvent) route() string {
 // r.Pattern: without it the route is the raw path.
 func (e *stdEvent) routeKnown() bool { return e.r.Pattern != "" }
 
+// routeLabel is route when a pattern matched, else the method and
+// RouteNone: never the raw path.
+func (e *stdEvent) routeLabel() string {
+	if e.r.Pattern == "" {
+		return routeOf(e.r.Method, RouteNone)
+	}
+	return e.route()
+}
+
 // scope is empty: a server has no API ID or stage in its requests. Give
 // each deployment that shares a table its own Config.Prefix.
 func (e *stdEvent) scope() string { return "" }

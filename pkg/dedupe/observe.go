@@ -52,6 +52,10 @@ const (
 	OutcomeTooLarge = "too_large"
 )
 
+// RouteNone stands for the path in Event.Route when a request matched no
+// route template: a Function URL, or net/http without a ServeMux pattern.
+const RouteNone = "(no route)"
+
 // Event describes one guarded request or message: what happened, and what
 // it cost. Every guarded call produces exactly one, which the guard logs
 // (Config.Logger), hands to Config.Metrics and to Config.OnOutcome.
@@ -74,7 +78,15 @@ type Event struct {
 	// (Record.Trace), for a tracer to link the duplicate to the execution
 	// it was answered from; empty when the record carries none.
 	OriginalTrace string
-	// Route is the HTTP route ("POST /payments"), or "" outside HTTP.
+	// Route names the HTTP route ("POST /payments"), "" outside HTTP:
+	// the method and the template the request matched (the HTTP API's
+	// route key, "POST $default" for its $default route, the REST
+	// resource, "/{proxy+}" included, the ServeMux pattern), or what
+	// HTTPConfig.Route returned; never the client's raw path, so that
+	// it is bounded as a metric label and holds no client data. Where no
+	// template matched (a Function URL, net/http without a pattern) the
+	// path is RouteNone: "POST (no route)". The key is scoped by the
+	// route Route documents on HTTPConfig, which may be the raw path.
 	Route string
 	// Status is the HTTP status answered, or 0 outside HTTP.
 	Status int

@@ -61,12 +61,32 @@ func (s *Store) setProvenance(set, remove string, names map[string]string, value
 // in the last second may not show yet) and one strongly consistent
 // GetItem per key found (one, unless references collide). It never scans
 // the table. A table without the index fails with DynamoDB's
-// ValidationException, wrapped.
+// ValidationException, wrapped. A result kept in S3 is read as Get reads
+// it; InspectRef names its object instead.
 func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedupe.Record, error) {
+	keys, err := s.refKeys(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []dedupe.Record
+	for _, key := range keys {
+		rec, found, err := s.read(ctx, "find", key)
+		switch {
+		case err != nil:
+			return nil, err
+		case found && !rec.Expired(now):
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// refKeys returns the keys the ref index lists under ref, every page.
+func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
 	}
-	var out []dedupe.Record
+	var keys []string
 	var start map[string]types.AttributeValue
 	for {
 		q, err := s.client.Query(ctx, &dynamodb.QueryInput{
@@ -86,66 +106,163 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 			if d.err != nil {
 				return nil, fmt.Errorf("dynamostore: find %s: %w", ref, d.err)
 			}
-			rec, found, err := s.read(ctx, "find", key)
-			switch {
-			case err != nil:
-				return nil, err
-			case found && !rec.Expired(now):
-				out = append(out, rec)
-			}
+			keys = append(keys, key)
 		}
 		if len(q.LastEvaluatedKey) == 0 {
-			return out, nil
+			return keys, nil
 		}
 		start = q.LastEvaluatedKey
 	}
 }
 
-// InFlight implements dedupe.Admin: one Query per shard of the sparse
-// in-flight index (Options.Index), then one strongly consistent GetItem
-// per record listed, up to limit. Released and retired records have left
-// the index and are not listed.
+// InFlight implements dedupe.Admin: one Query per partition of the sparse
+// in-flight index (Options.Index) that this store's records are filed
+// under, each shard and its retired partition (the stranded records Reap
+// retired and counted, see Reap), then one strongly consistent GetItem
+// per record listed, up to limit. Completed and released records have
+// left the index and are not listed.
+//
+// It refuses, with an error wrapping ErrShardMismatch, to list records
+// of writers that use another shard count (Options.Shards) than this
+// store, whose records it would partly miss: a record filed under a
+// shard its key does not have with this store's count, or any record in
+// the shards from Shards to 2*Shards-1 (one Query each, and one per
+// retired partition, before it lists), where only writers with more
+// shards file records. A writers' count up to twice this store's is
+// always detected; a larger one is, unless none of its in-flight records
+// lies in the shards probed or below.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
+	for shard := s.shards; shard < 2*s.shards; shard++ {
+		for _, p := range []int{shard, retiredShard(shard)} {
+			q, err := s.queryPartition(ctx, p, nil, 1)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(q.Items) > 0 {
+				return nil, false, fmt.Errorf("dynamostore: in flight: a record is filed under shard %d, beyond this store's %d shards: the writers use more shards (Options.Shards) than this store: %w",
+					shard, s.shards, ErrShardMismatch)
+			}
+		}
+	}
 	var out []dedupe.Record
 	for shard := range s.shards {
-		var start map[string]types.AttributeValue
-		for {
-			q, err := s.client.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 aws.String(s.table),
-				IndexName:                 aws.String(s.index),
-				KeyConditionExpression:    aws.String("#shard = :shard"),
-				ExpressionAttributeNames:  map[string]string{"#shard": s.attr.InflightShard},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": num(int64(shard))},
-				ExclusiveStartKey:         start,
-			})
-			if err != nil {
-				return nil, false, wrap(fmt.Sprintf("dynamostore: in flight: shard %d", shard), err)
-			}
-			for _, item := range q.Items {
-				d := decoder{item: item}
-				key := d.str(s.attr.PartitionKey, true)
-				if d.err != nil {
-					return nil, false, fmt.Errorf("dynamostore: in flight: shard %d: %w", shard, d.err)
-				}
-				rec, found, err := s.read(ctx, "in flight", key)
+		for _, p := range []int{shard, retiredShard(shard)} {
+			var start map[string]types.AttributeValue
+			for {
+				q, err := s.queryPartition(ctx, p, start, 0)
 				if err != nil {
 					return nil, false, err
 				}
-				if !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
-					continue
+				for _, item := range q.Items {
+					d := decoder{item: item}
+					key := d.str(s.attr.PartitionKey, true)
+					if d.err != nil {
+						return nil, false, fmt.Errorf("dynamostore: in flight: shard %d: %w", shard, d.err)
+					}
+					if err := s.checkShard(key, p); err != nil {
+						return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
+					}
+					rec, found, err := s.read(ctx, "in flight", key)
+					if err != nil {
+						return nil, false, err
+					}
+					if !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
+						continue
+					}
+					if len(out) == limit {
+						return out, true, nil
+					}
+					out = append(out, rec)
 				}
-				if len(out) == limit {
-					return out, true, nil
+				if len(q.LastEvaluatedKey) == 0 {
+					break
 				}
-				out = append(out, rec)
+				start = q.LastEvaluatedKey
 			}
-			if len(q.LastEvaluatedKey) == 0 {
-				break
-			}
-			start = q.LastEvaluatedKey
 		}
 	}
 	return out, false, nil
+}
+
+// queryPartition reads one page of partition p of the in-flight index,
+// from start, at most limit items (0: no limit).
+func (s *Store) queryPartition(ctx context.Context, p int, start map[string]types.AttributeValue, limit int32) (*dynamodb.QueryOutput, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(s.index),
+		KeyConditionExpression:    aws.String("#shard = :shard"),
+		ExpressionAttributeNames:  map[string]string{"#shard": s.attr.InflightShard},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": num(int64(p))},
+		ExclusiveStartKey:         start,
+	}
+	if limit > 0 {
+		in.Limit = aws.Int32(limit)
+	}
+	q, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, wrap(fmt.Sprintf("dynamostore: in flight: partition %d of index %q", p, s.index), err)
+	}
+	return q, nil
+}
+
+// retiredShard is the partition of the in-flight index to which Reap
+// moves a stranded record of shard shard: -1 - shard, never a shard a
+// writer files a record under, so the reaper never reads it again while
+// InFlight still lists it.
+func retiredShard(shard int) int { return -1 - shard }
+
+// checkShard returns an error wrapping ErrShardMismatch unless filed, the
+// in-flight index partition of key, is the shard s.Shard gives key, or
+// its retired partition.
+func (s *Store) checkShard(key string, filed int) error {
+	want := s.Shard(key)
+	if filed == want || filed == retiredShard(want) {
+		return nil
+	}
+	shard, retired := filed, ""
+	if filed < 0 {
+		shard, retired = retiredShard(filed), " (retired)"
+	}
+	return fmt.Errorf("%s is filed under shard %d%s, but its key is in shard %d of %d: the writers use another shard count (Options.Shards) than this store: %w",
+		dedupe.KeyRef(key), shard, retired, want, s.shards, ErrShardMismatch)
+}
+
+// ReleaseSeen implements dedupe.Admin with one UpdateItem that does what
+// Release does, conditioned on owner = :token AND status = IN_PROGRESS
+// AND lease_expires_at = :seen_lease.
+func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
+	if err := dedupe.CheckStoreKey(seen.Key); err != nil {
+		return fmt.Errorf("dynamostore: release: %w", err)
+	}
+	lease := seen.LeaseExpiresAt.UnixMilli()
+	if lease == 0 {
+		return fmt.Errorf("dynamostore: release %s: released already: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	a := s.attr
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 s.key(seen.Key),
+		UpdateExpression:    aws.String("SET #lease = :zero REMOVE #shard"),
+		ConditionExpression: aws.String("#owner = :tok AND #status = :inprog AND #lease = :lease"),
+		ExpressionAttributeNames: map[string]string{
+			"#owner": a.Owner, "#status": a.Status, "#lease": a.LeaseExpiresAt,
+			"#shard": a.InflightShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok":    str(seen.Token),
+			":inprog": str(string(dedupe.StatusInProgress)),
+			":lease":  num(lease),
+			":zero":   num(0),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("dynamostore: release %s: changed since it was read: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	if err != nil {
+		return wrapErr("release", seen.Key, err)
+	}
+	return nil
 }
 
 // Forget implements dedupe.Admin with one DeleteItem conditioned on

@@ -32,7 +32,9 @@ var (
 	// error (ReapErrors, the reaper's alarm) and leaves the record alone.
 	// It sees a reaper count larger than the writers', or one that does
 	// not divide it; one that divides it (4 against 8) agrees on the
-	// shards it reads and cannot tell.
+	// shards it reads and cannot tell. InFlight (dedupe inflight and
+	// stranded) refuses on it too, and also probes the shards beyond its
+	// count, so it sees a writers' count up to twice its own as well.
 	ErrShardMismatch = errors.New("dynamostore: shard count differs from the writers'")
 
 	// ErrObjectInvalid reports a result stored in S3 (LargeResults) that

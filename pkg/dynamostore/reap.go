@@ -99,7 +99,9 @@ func (o ReapOptions) withDefaults() ReapOptions {
 type ReapReport struct {
 	// Found counts the stranded candidates the index returned.
 	Found int `json:"found"`
-	// Cleared counts the records retired from the in-flight index.
+	// Cleared counts the records retired: moved to the retired partitions
+	// of the in-flight index, which Reap does not read again and
+	// InFlight still lists.
 	Cleared int `json:"cleared"`
 	// Skipped counts candidates left alone because they changed between
 	// the query and the update (taken over, completed, released, or
@@ -124,9 +126,14 @@ type ReapReport struct {
 // that nobody took over, typically because their invocation timed out or
 // crashed.
 //
-// A cleared record is retired, not deleted: one UpdateItem removes its
-// inflight_shard (so it leaves the sparse index and is never found again)
-// and keeps the record until it expires. Deleting it would free the key
+// A cleared record is retired, not deleted: one UpdateItem moves it to
+// the retired partition of its shard in the in-flight index
+// (inflight_shard = -1 - shard), which Reap never queries, so it is
+// found and counted once, while InFlight (dedupe stranded) still lists
+// it: what the stranded-records alarm counted, the operator finds. The
+// record is kept until it expires; a takeover claim files it under its
+// shard again, and a completion or a release takes it out of the index.
+// Deleting it would free the key
 // for any request, so a different request reusing the key could run after
 // the first one's side effect may already have happened; kept, the key
 // still answers 422 to a different request, and a retry of the same
@@ -139,7 +146,7 @@ type ReapReport struct {
 // number of completed records. Each candidate is retired with one
 // UpdateItem conditioned on
 //
-//	attribute_exists(inflight_shard) AND status = IN_PROGRESS
+//	inflight_shard = :shard AND status = IN_PROGRESS
 //	  AND owner = :owner_read AND lease_expires_at < :cutoff
 //
 // so a record taken over, completed, released or retired by a concurrent
@@ -314,8 +321,8 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 	_, err := r.s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(r.s.table),
 		Key:                 r.s.key(key),
-		UpdateExpression:    aws.String("REMOVE #shard"),
-		ConditionExpression: aws.String("attribute_exists(#shard) AND #status = :inprog AND #owner = :owner AND #lease < :cutoff"),
+		UpdateExpression:    aws.String("SET #shard = :retired"),
+		ConditionExpression: aws.String("#shard = :shard AND #status = :inprog AND #owner = :owner AND #lease < :cutoff"),
 		ExpressionAttributeNames: map[string]string{
 			"#status": a.Status,
 			"#owner":  a.Owner,
@@ -323,9 +330,11 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 			"#shard":  a.InflightShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":inprog": str(string(dedupe.StatusInProgress)),
-			":owner":  str(owner),
-			":cutoff": num(r.cutoff),
+			":shard":   num(int64(shard)),
+			":retired": num(int64(retiredShard(shard))),
+			":inprog":  str(string(dedupe.StatusInProgress)),
+			":owner":   str(owner),
+			":cutoff":  num(r.cutoff),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException

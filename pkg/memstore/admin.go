@@ -47,6 +47,26 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 	return out, false, nil
 }
 
+// ReleaseSeen implements dedupe.Admin.
+func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
+	if err := dedupe.CheckStoreKey(seen.Key); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.records[seen.Key]
+	lease := seen.LeaseExpiresAt.UnixMilli()
+	if !ok || rec.Token != seen.Token || rec.Status != dedupe.StatusInProgress || lease == 0 || rec.LeaseExpiresAt.UnixMilli() != lease {
+		return fmt.Errorf("memstore: release %s: changed since it was read: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	rec.LeaseExpiresAt = time.UnixMilli(0)
+	s.records[seen.Key] = rec
+	return nil
+}
+
 // Forget implements dedupe.Admin.
 func (s *Store) Forget(ctx context.Context, key, token string) error {
 	if err := ctx.Err(); err != nil {

@@ -20,10 +20,19 @@ var _ dedupe.Admin = (*Store)(nil)
 const refExpr = `('key:' || left(encode(sha256(key), 'hex'), 12))`
 
 const (
-	findRefSQL  = `SELECT key, ` + recordColumns + ` FROM dedupe_records WHERE ` + refExpr + ` = $1::text`
-	inFlightSQL = `SELECT key, ` + recordColumns + ` FROM dedupe_records
-WHERE inflight AND expires_at >= $1::bigint ORDER BY lease_expires_at LIMIT $2::bigint`
+	findRefSQL = `SELECT key, ` + recordColumns + ` FROM dedupe_records WHERE ` + refExpr + ` = $1::text`
+	// inFlightSQL reads the rows in flight and those Reap retired, each
+	// through its partial index (001's, MigrationRetired's).
+	inFlightSQL = `(SELECT key, ` + recordColumns + ` FROM dedupe_records
+  WHERE inflight AND expires_at >= $1::bigint ORDER BY lease_expires_at LIMIT $2::bigint)
+UNION ALL
+(SELECT key, ` + recordColumns + ` FROM dedupe_records
+  WHERE inflight IS FALSE AND status = 'IN_PROGRESS' AND expires_at >= $1::bigint ORDER BY lease_expires_at LIMIT $2::bigint)
+ORDER BY lease_expires_at LIMIT $2::bigint`
 	forgetSQL = `DELETE FROM dedupe_records WHERE key = $1::bytea AND owner = $2::text`
+	// releaseSeenSQL is releaseSQL fenced also by the lease end read.
+	releaseSeenSQL = `UPDATE dedupe_records SET lease_expires_at = 0, inflight = NULL
+WHERE key = $1::bytea AND owner = $2::text AND status = 'IN_PROGRESS' AND lease_expires_at = $3::bigint`
 	existsSQL = `SELECT true FROM dedupe_records WHERE key = $1::bytea`
 )
 
@@ -47,8 +56,10 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 }
 
 // InFlight implements dedupe.Admin with one SELECT through the partial
-// in-flight index, oldest lease first. Released and retired rows have
-// left it (inflight NULL) and are not listed.
+// in-flight index and the index of retired rows (MigrationRetired),
+// oldest lease first: the rows in flight and the stranded ones Reap
+// retired (inflight false), which the reaper counted. Released and
+// completed rows (inflight NULL) are not listed.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
 	recs, err := s.list(ctx, forTable(inFlightSQL, s.table), now.Unix(), int64(limit)+1)
 	if err != nil {
@@ -85,6 +96,31 @@ func (s *Store) list(ctx context.Context, sql string, args ...any) ([]dedupe.Rec
 		return rows.Err()
 	})
 	return out, err
+}
+
+// ReleaseSeen implements dedupe.Admin with one UPDATE fenced by the
+// owner token, the IN_PROGRESS status and the lease end read, which
+// otherwise does what Release does.
+func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
+	if err := dedupe.CheckStoreKey(seen.Key); err != nil {
+		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	lease := seen.LeaseExpiresAt.UnixMilli()
+	if lease == 0 {
+		return fmt.Errorf("pgstore: release %s: released already: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	var tag pgconn.CommandTag
+	err := s.send(ctx, func() (err error) {
+		tag, err = s.c.Exec(ctx, forTable(releaseSeenSQL, s.table), s.args([]byte(seen.Key), seen.Token, lease)...)
+		return err
+	})
+	switch {
+	case err != nil:
+		return wrapErr("release", seen.Key, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("pgstore: release %s: changed since it was read: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	return nil
 }
 
 // Forget implements dedupe.Admin with one DELETE conditioned on the owner

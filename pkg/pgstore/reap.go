@@ -100,12 +100,14 @@ WHERE key IN (
     FOR UPDATE SKIP LOCKED)
   AND expires_at < $1::bigint`
 
-// retireStrandedSQL clears inflight on up to $2 stranded rows, a range of
-// the partial index, and returns what the log line needs.
+// retireStrandedSQL sets inflight to false on up to $2 stranded rows, a
+// range of the partial in-flight index, and returns what the log line
+// needs: the rows leave that index for the one of retired rows
+// (MigrationRetired), which InFlight reads and Reap does not.
 //
 //	$1 cutoff_ms  $2 batch
 const retireStrandedSQL = `
-UPDATE dedupe_records SET inflight = NULL
+UPDATE dedupe_records SET inflight = false
 WHERE key IN (
     SELECT key FROM dedupe_records
     WHERE inflight AND lease_expires_at < $1::bigint
@@ -127,10 +129,12 @@ RETURNING key, created_at, lease_expires_at`
 // deleted row would let a different request take the key, where the
 // contract lets only the same request (the same fingerprint) take it
 // over, and a different one must keep getting its mismatch until the
-// record expires. Reap retires them instead: it clears their inflight
-// column, so the partial index that finds them holds only rows still in
-// flight, logs each one and counts it in Retired. A takeover claim puts
-// a row back in flight.
+// record expires. Reap retires them instead: it sets their inflight
+// column to false, so the partial index that finds them holds only rows
+// still in flight, logs each one and counts it in Retired. A retired row
+// is still listed by InFlight (dedupe stranded: what the reaper counted,
+// the operator finds), through the index of MigrationRetired. A takeover
+// claim puts a row back in flight.
 //
 //	claim      lease end   now - grace       now          expires_at
 //	  |------------|------------|-------------|----------------|

@@ -87,10 +87,23 @@ func TestReap(t *testing.T) {
 	if got, want := strings.Join(left, " "), "in-lease live-completed released stranded-1 stranded-2 within-grace"; got != want {
 		t.Errorf("rows left: got %s, want %s", got, want)
 	}
-	for _, k := range []string{"stranded-1", "stranded-2", "released"} {
-		if v := inflight(t, p, table, k); v != nil {
-			t.Errorf("%s inflight after Reap: got %v, want NULL (retired)", k, *v)
+	for _, k := range []string{"stranded-1", "stranded-2"} {
+		if v := inflight(t, p, table, k); v == nil || *v {
+			t.Errorf("%s inflight after Reap: got %v, want false (retired)", k, v)
 		}
+	}
+	if v := inflight(t, p, table, "released"); v != nil {
+		t.Errorf("released inflight after Reap: got %v, want NULL", *v)
+	}
+	// What the reaper retired, InFlight still lists: dedupe stranded
+	// finds what the reaper counted.
+	recs, truncated, err := s.InFlight(ctx, now, 100)
+	listed := map[string]bool{}
+	for _, r := range recs {
+		listed[string(r.Key)] = r.Stranded(now)
+	}
+	if err != nil || truncated || len(recs) != 4 || !listed["stranded-1"] || !listed["stranded-2"] || listed["in-lease"] {
+		t.Errorf("InFlight after Reap = %v (stranded by key), %v, %v; want stranded-1 and -2 stranded, in-lease and within-grace in flight", listed, truncated, err)
 	}
 	for _, k := range []string{"in-lease", "within-grace"} {
 		if v := inflight(t, p, table, k); v == nil || !*v {
@@ -153,8 +166,9 @@ func TestReapDeadline(t *testing.T) {
 }
 
 // TestReapUsesIndexes seeds a table of 20,000 completed rows and checks
-// the plans of Reap's two statements: index scans on expires_at and on
-// the partial in-flight index, never a sequential scan of the table.
+// the plans of Reap's two statements and InFlight's: index scans on
+// expires_at, on the partial in-flight index and on the index of retired
+// rows, never a sequential scan of the table.
 func TestReapUsesIndexes(t *testing.T) {
 	p := newPool(t)
 	ctx := context.Background()
@@ -172,9 +186,11 @@ func TestReapUsesIndexes(t *testing.T) {
 	}{
 		{"delete expired", pgstore.ReapExpiredSQL(table), table + "_expires_at_idx"},
 		{"retire stranded", pgstore.RetireStrandedSQL(table), table + "_inflight_idx"},
+		{"list in flight", pgstore.InFlightSQL(table), table + "_inflight_idx"},
+		{"list retired", pgstore.InFlightSQL(table), table + "_retired_idx"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := p.Query(ctx, "EXPLAIN "+strings.NewReplacer("$1::bigint", "2000000100", "$2::integer", "500").Replace(tt.sql))
+			rows, err := p.Query(ctx, "EXPLAIN "+strings.NewReplacer("$1::bigint", "2000000100", "$2::integer", "500", "$2::bigint", "100").Replace(tt.sql))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,8 +11,8 @@ import (
 // Migration is the schema of the store's table, as a migration file
 // (migrations/001_dedupe_records.sql) for tools that apply SQL files. It
 // names the table dedupe_records, DefaultTable. Apply
-// MigrationFirstToken, MigrationProvenance, MigrationFunctions and
-// MigrationComplete after it, in that order.
+// MigrationFirstToken, MigrationProvenance, MigrationFunctions,
+// MigrationComplete and MigrationRetired after it, in that order.
 //
 //go:embed migrations/001_dedupe_records.sql
 var Migration string
@@ -73,6 +73,16 @@ var MigrationFunctions string
 //go:embed migrations/005_complete.sql
 var MigrationComplete string
 
+// MigrationRetired is the sixth migration file
+// (migrations/006_retired.sql): it creates the partial index of the rows
+// Reap retired (inflight false), through which Store.InFlight lists them
+// (dedupe stranded). It only creates an index: without it InFlight reads
+// those rows with a sequential scan. Rows retired by an earlier version
+// are not listed.
+//
+//go:embed migrations/006_retired.sql
+var MigrationRetired string
+
 // DefaultTable is the table name of Migration, used when Options.Table is
 // empty.
 const DefaultTable = "dedupe_records"
@@ -98,8 +108,8 @@ const schemaLock = "SELECT pg_advisory_xact_lock(hashtextextended('pgstore.Creat
 // CreateSchema creates the table (and its indexes) that a Store with
 // Options.Table = table uses, unless they exist, and its claim and
 // completion functions: it runs Migration, MigrationFirstToken,
-// MigrationProvenance, MigrationFunctions and MigrationComplete with
-// table in place of dedupe_records, so it also brings a table made by an
+// MigrationProvenance, MigrationFunctions, MigrationComplete and
+// MigrationRetired with table in place of dedupe_records, so it also brings a table made by an
 // earlier version up to date. An empty table means DefaultTable.
 // It is one round trip (a multi-statement simple-protocol query, which
 // PostgreSQL runs as one transaction), so it also works through
@@ -113,7 +123,7 @@ func CreateSchema(ctx context.Context, c Client, table string) error {
 	if !tableName.MatchString(table) {
 		return fmt.Errorf("%w: table %q is not a lower-case unquoted identifier of at most 40 bytes", ErrInvalidOptions, table)
 	}
-	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions+"\n"+MigrationComplete, table)); err != nil {
+	if _, err := c.Exec(ctx, forTable(schemaLock+Migration+"\n"+MigrationFirstToken+"\n"+MigrationProvenance+"\n"+MigrationFunctions+"\n"+MigrationComplete+"\n"+MigrationRetired, table)); err != nil {
 		return wrap(fmt.Sprintf("pgstore: create schema %s", table), err)
 	}
 	return nil

@@ -202,7 +202,7 @@ func TestCreateSchemaTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{table + "_expires_at_idx", table + "_inflight_idx", table + "_pkey", table + "_ref_idx"}
+	want := []string{table + "_expires_at_idx", table + "_inflight_idx", table + "_pkey", table + "_ref_idx", table + "_retired_idx"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("indexes: got %v, want %v", got, want)
 	}

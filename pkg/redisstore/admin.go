@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,34 +15,95 @@ import (
 
 var _ dedupe.Admin = (*Store)(nil)
 
-// refMark starts the name of a ref pointer, after Options.Prefix: a byte
-// that is not UTF-8, so no record key (valid UTF-8, see
-// dedupe.CheckStoreKey) can ever share a name with a pointer.
-const refMark = "\xffref:"
-
-// refKey returns the name of the pointer from the KeyRef ref to its key.
-func (s *Store) refKey(ref string) string { return s.prefix + refMark + ref }
-
-// pointRefScript writes the pointer from a ref to its key, expiring with
-// the record (PXAT), unless one with a later expiry is there.
+// The ref index is one sorted set per dedupe.KeyRef, its pointer set,
+// named Options.Prefix + refsMark + ref. Its members are the keys with
+// that ref (more than one when references collide), each scored with the
+// server expiry (PEXPIREAT, epoch ms) of the longest-lived record the key
+// has had; the set itself expires at its highest score. Every write that
+// moves a record's expiry (a claim that acquires the key, a completion,
+// a lease extension) moves its score, so the pointer lives as long as
+// the longest-lived record it points to:
 //
-//	KEYS[1]  pointer
-//	ARGV     key, ttl_at_ms
+//	claim        heartbeat         complete                       record expires
+//	  |---- 1 ------|------ 2 --------|------------ 3 -----------------|
+//	  score ttl(1)  score ttl(2)      score ttl(3)                     set expires
+//
+// The pointer lives in another hash slot than its records (Redis Cluster
+// forbids one script on both), so each of those writes costs one more
+// round trip, after the record's own. It is a diagnostic index: a
+// failure to write it does not fail the write (the record is what guards
+// the request); the record can still be shown from its key (dedupe show
+// --stored-key, or --event).
+//
+// Versions before this one kept a single string per ref (refMark), which
+// a later claim of a colliding key overwrote and which expired with the
+// first claim's expiry. FindRef still reads it, beside the set, until it
+// expires on its own; nothing writes it any more.
+const (
+	// refsMark starts the name of a pointer set, after Options.Prefix:
+	// a byte that is not UTF-8, so no record key (valid UTF-8, see
+	// dedupe.CheckStoreKey) can ever share a name with a pointer.
+	refsMark = "\xffrefs:"
+	// refMark starts the name of an old-format pointer (a string).
+	refMark = "\xffref:"
+)
+
+// refsKey returns the name of the pointer set of the KeyRef ref.
+func (s *Store) refsKey(ref string) string { return s.prefix + refsMark + ref }
+
+// pointRefScript adds the key to its pointer set with the record's server
+// expiry unless its score is later already, drops the members whose
+// records are gone from the server (score before now), and sets the
+// set's expiry to its highest score.
+//
+//	KEYS[1]  pointer set
+//	ARGV     key, ttl_at_ms, now_ms
 var pointRefScript = redis.NewScript(`
-redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+local cur = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not cur or tonumber(cur) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
+local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if top[2] then redis.call('PEXPIREAT', KEYS[1], top[2]) end
 return 1
 `)
 
-// pointRef writes, after a claim that acquired key, the pointer from
-// dedupe.KeyRef(key) to key through which FindRef finds the record: one
-// more round trip per new claim, since the pointer lives in another hash
-// slot than the record (Redis Cluster forbids one script on both). It is
-// a diagnostic index: a failure to write it does not fail the claim (the
-// record is what guards the request), and the record can still be shown
-// from its key (dedupe show --key).
-func (s *Store) pointRef(ctx context.Context, key string, exp time.Time) {
-	_ = pointRefScript.Run(ctx, s.c, []string{s.refKey(dedupe.KeyRef(key))}, key, s.ttlAt(exp)).Err()
+// pointRef records, after a write that set the record for key to expire
+// at exp, that the pointer set of dedupe.KeyRef(key) must hold key until
+// then (see refsMark). Errors are dropped: the pointer is a diagnostic.
+func (s *Store) pointRef(ctx context.Context, key string, exp, now time.Time) {
+	_ = pointRefScript.Run(ctx, s.c, []string{s.refsKey(dedupe.KeyRef(key))}, key, s.ttlAt(exp), now.UnixMilli()).Err()
 }
+
+// refKeysScript returns the members of a pointer set whose records may
+// still be on the server (score from now on).
+//
+//	KEYS[1]  pointer set
+//	ARGV     now_ms
+var refKeysScript = redis.NewScript(`return redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')`)
+
+// oldRefScript reads an old-format pointer (refMark): the one key it
+// names, or nil.
+//
+//	KEYS[1]  pointer
+var oldRefScript = redis.NewScript(`return redis.call('GET', KEYS[1])`)
+
+// releaseSeenScript implements Store.ReleaseSeen: only when the record
+// carries the token, is IN_PROGRESS and its lease still ends at the
+// lease read (lease_ms, not 0), it ends the lease as releaseScript does
+// and returns 1; otherwise it changes nothing and returns 0.
+//
+//	KEYS[1]  key
+//	ARGV     token, lease_ms
+var releaseSeenScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'tok', 'st', 'lease')
+if cur[1] == ARGV[1] and cur[2] == 'IN_PROGRESS' and tonumber(cur[3]) == tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'lease', '0')
+  return 1
+end
+return 0
+`)
 
 // forgetScript deletes the record if it carries the token: 1 deleted, 0
 // another owner's, -1 no record.
@@ -56,36 +118,61 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// FindRef implements dedupe.Admin with one GET of the ref pointer that
-// Claim writes when the writers set Options.RefIndex, and one HGETALL of
-// the key it names. Without pointers it finds nothing.
+// FindRef implements dedupe.Admin with one script reading the pointer set
+// that writers built with Options.RefIndex keep (see refsMark), one GET
+// of the old-format pointer, and one HGETALL per key found: every live
+// record with the ref, so that a collision of references shows as two
+// records. Without pointers it finds nothing.
 func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedupe.Record, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("redisstore: find %q: not a key reference (key: and 12 hex digits)", ref)
 	}
-	g, ok := s.c.(interface {
-		Get(ctx context.Context, key string) *redis.StringCmd
-	})
-	if !ok {
-		return nil, fmt.Errorf("redisstore: find %s: client %T has no GET", ref, s.c)
-	}
-	key, err := g.Get(ctx, s.refKey(ref)).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, nil
-	case err != nil:
+	keys, err := refKeysScript.Run(ctx, s.c, []string{s.refsKey(ref)}, now.UnixMilli()).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, wrap("redisstore: find "+ref, err)
 	}
-	rec, err := s.Get(ctx, key, now)
+	old, err := oldRefScript.Run(ctx, s.c, []string{s.prefix + refMark + ref}).Text()
 	switch {
-	case errors.Is(err, dedupe.ErrNotFound):
-		return nil, nil
+	case errors.Is(err, redis.Nil):
 	case err != nil:
-		return nil, err
-	case dedupe.KeyRef(rec.Key) != ref:
-		return nil, nil
+		return nil, wrap("redisstore: find "+ref, err)
+	case !slices.Contains(keys, old):
+		keys = append(keys, old)
 	}
-	return []dedupe.Record{rec}, nil
+	var out []dedupe.Record
+	for _, key := range keys {
+		rec, err := s.Get(ctx, key, now)
+		switch {
+		case errors.Is(err, dedupe.ErrNotFound), errors.Is(err, dedupe.ErrKeyRejected):
+			continue // gone, expired or forgotten; or not a key at all
+		case err != nil:
+			return nil, err
+		case dedupe.KeyRef(rec.Key) != ref:
+			continue
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// ReleaseSeen implements dedupe.Admin with one script fenced by the owner
+// token, the IN_PROGRESS status and the lease end read.
+func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
+	if err := dedupe.CheckStoreKey(seen.Key); err != nil {
+		return fmt.Errorf("redisstore: release: %w", err)
+	}
+	lease := seen.LeaseExpiresAt.UnixMilli()
+	if lease == 0 {
+		return fmt.Errorf("redisstore: release %s: released already: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	n, err := releaseSeenScript.Run(ctx, s.c, []string{s.prefix + seen.Key}, seen.Token, lease).Int64()
+	switch {
+	case err != nil:
+		return wrapErr("release", seen.Key, err)
+	case n == 0:
+		return fmt.Errorf("redisstore: release %s: changed since it was read: %w", dedupe.KeyRef(seen.Key), dedupe.ErrLeaseLost)
+	}
+	return nil
 }
 
 // scanner is what InFlight needs of a client to walk the keyspace.
@@ -109,8 +196,8 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 				return err
 			}
 			for _, k := range keys {
-				if strings.HasPrefix(k, s.prefix+refMark) || truncated {
-					continue
+				if strings.HasPrefix(k, s.prefix+"\xff") || truncated {
+					continue // a pointer (refsMark, refMark), never a record
 				}
 				rec, err := s.Get(ctx, strings.TrimPrefix(k, s.prefix), now)
 				switch {

@@ -61,11 +61,13 @@ type Options struct {
 	// DefaultTTLMargin; a negative value means none.
 	TTLMargin time.Duration
 
-	// RefIndex makes every claim that acquires a key also write a pointer
-	// from the key's dedupe.KeyRef to the key, expiring with the record,
-	// so that an operator finds the record from a log line (FindRef,
-	// dedupe show key:…) without a SCAN. It costs one more round trip per
-	// acquired claim: the pointer lives on another Cluster slot than the
+	// RefIndex makes every write that moves a record's expiry (a claim
+	// that acquires the key, a completion, a lease extension) also
+	// record the key in the pointer set of its dedupe.KeyRef, which
+	// lives as long as the longest-lived record it names, so that an
+	// operator finds every record with a ref from a log line (FindRef,
+	// dedupe show key:…) without a SCAN. It costs one more round trip
+	// per such write: the pointer lives on another Cluster slot than the
 	// record. False means no pointers, and FindRef finds nothing.
 	RefIndex bool
 
@@ -178,7 +180,7 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	case string:
 		rec.FirstToken = v
 		if s.refIndex {
-			s.pointRef(ctx, req.Key, rec.ExpiresAt)
+			s.pointRef(ctx, req.Key, rec.ExpiresAt, req.Now)
 		}
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	case []any:
@@ -228,7 +230,11 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 		return wrapErr("complete", req.Key, err)
 	case n == 0:
 		return fmt.Errorf("redisstore: complete %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
-	case tooLarge > 0:
+	}
+	if s.refIndex {
+		s.pointRef(ctx, req.Key, exp, req.Now)
+	}
+	if tooLarge > 0 {
 		return fmt.Errorf("redisstore: complete %s: result of %d bytes exceeds %d, stored without it: %w",
 			dedupe.KeyRef(req.Key), tooLarge, s.maxResult, dedupe.ErrResultTooLarge)
 	}
@@ -273,6 +279,9 @@ func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 		return wrapErr("extend", req.Key, err)
 	case n == 0:
 		return fmt.Errorf("redisstore: extend %s: %w", dedupe.KeyRef(req.Key), dedupe.ErrLeaseLost)
+	}
+	if s.refIndex {
+		s.pointRef(ctx, req.Key, exp, req.Now)
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package dedupeotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -84,4 +86,19 @@ func Example() {
 	//   outcome: replayed
 	// dedupe.outcome{outcome=executed} 1
 	// dedupe.outcome{outcome=replayed} 1
+}
+
+// The application's propagator, baggage included, may be given: records
+// keep its traceparent alone. One that writes no trace context a record
+// can hold is refused.
+func ExampleNew_propagator() {
+	_, err := dedupeotel.New(&dedupeotel.Config{
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.Baggage{}, propagation.TraceContext{}),
+	})
+	fmt.Println(err)
+	_, err = dedupeotel.New(&dedupeotel.Config{Propagator: propagation.Baggage{}})
+	fmt.Println(errors.Is(err, dedupeotel.ErrPropagator))
+	// Output:
+	// <nil>
+	// true
 }

@@ -19,7 +19,10 @@ const (
 
 // traceString returns the trace context of ctx's span as p writes it: the
 // string the guard stores on the record (dedupe.WithTrace), or "" when the
-// span has no valid context (a no-op provider).
+// span has no valid context (a no-op provider). Only a traceparent or an
+// X-Ray header is ever stored, the first of p's fields that is one: never
+// what else p writes (baggage, which may carry personal data, tracestate,
+// a vendor's header), which the replay could not link anyway.
 func traceString(ctx context.Context, p propagation.TextMapPropagator) string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ""
@@ -27,11 +30,19 @@ func traceString(ctx context.Context, p propagation.TextMapPropagator) string {
 	c := propagation.MapCarrier{}
 	p.Inject(ctx, c)
 	for _, f := range p.Fields() {
-		if v := c[f]; v != "" {
-			return v
+		if traceField(f) {
+			if v := c.Get(f); v != "" {
+				return v
+			}
 		}
 	}
 	return ""
+}
+
+// traceField reports whether f is a header of the two trace-context
+// formats a record holds and parseTrace reads.
+func traceField(f string) bool {
+	return strings.EqualFold(f, traceparentHeader) || strings.EqualFold(f, xrayHeader)
 }
 
 // parseTrace returns the span context a record's trace string names: a W3C

@@ -3,12 +3,15 @@ package dedupeotel_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -23,7 +26,7 @@ import (
 func runLinks(t *testing.T, b backend) {
 	t.Run(b.name+"/W3C", func(t *testing.T) {
 		r := newRig(t)
-		testReplayLinks(t, r, b.new(t), "00-")
+		testReplayLinks(t, r, b.new(t), "00-", context.Background())
 	})
 	t.Run(b.name+"/XRayPropagator", func(t *testing.T) {
 		r := &rig{spans: tracetest.NewSpanRecorder()}
@@ -34,7 +37,25 @@ func runLinks(t *testing.T, b backend) {
 			t.Fatal(err)
 		}
 		r.tel = tel
-		testReplayLinks(t, r, b.new(t), "Root=1-")
+		testReplayLinks(t, r, b.new(t), "Root=1-", context.Background())
+	})
+	t.Run(b.name+"/CompositeWithBaggage", func(t *testing.T) {
+		// The application's propagator, Baggage first: the record keeps
+		// the traceparent only, never the caller's baggage.
+		r := &rig{spans: tracetest.NewSpanRecorder()}
+		r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
+		tel, err := dedupeotel.New(&dedupeotel.Config{TracerProvider: r.tp, MeterProvider: sdkmetric.NewMeterProvider(),
+			Propagator: propagation.NewCompositeTextMapPropagator(propagation.Baggage{}, propagation.TraceContext{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.tel = tel
+		m, _ := baggage.NewMemberRaw("user.email", "alice@example.com")
+		bag, _ := baggage.New(m)
+		rec := testReplayLinks(t, r, b.new(t), "00-", baggage.ContextWithBaggage(context.Background(), bag))
+		if strings.Contains(rec.Trace, "user.email") || strings.Contains(rec.Trace, "alice") || strings.Count(rec.Trace, "-") != 3 {
+			t.Errorf("record's trace = %q; want the traceparent alone", rec.Trace)
+		}
 	})
 	t.Run(b.name+"/OldRecord", func(t *testing.T) {
 		r := newRig(t)
@@ -91,15 +112,16 @@ func runLinks(t *testing.T, b backend) {
 	})
 }
 
-// testReplayLinks executes a key in one "container" and replays it in
-// another (two guards over one store, no cache), then checks the record's
-// trace, the link and its request ID.
-func testReplayLinks(t *testing.T, r *rig, store dedupe.Store, format string) {
+// testReplayLinks executes a key in one "container" from the context
+// base and replays it in another (two guards over one store, no cache),
+// then checks the record's trace, the link and its request ID, and
+// returns the record.
+func testReplayLinks(t *testing.T, r *rig, store dedupe.Store, format string, base context.Context) dedupe.Record {
 	t.Helper()
 	prefix := "link-" + rand.Text()
 	first := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel})
 	second := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel})
-	ctx := dedupe.WithRequestID(context.Background(), "req-original")
+	ctx := dedupe.WithRequestID(base, "req-original")
 	if _, err := first.Run(ctx, "order-1", "fp", ok); err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +155,47 @@ func testReplayLinks(t *testing.T, r *rig, store dedupe.Store, format string) {
 	}
 	if attrs(replay)[dedupeotel.AttrInvocationID].AsString() != "req-retry" {
 		t.Errorf("replay's faas.invocation_id = %v", attrs(replay)[dedupeotel.AttrInvocationID])
+	}
+	return rec
+}
+
+// fieldsOnly is a propagator that writes its own headers only.
+type fieldsOnly []string
+
+func (f fieldsOnly) Inject(_ context.Context, c propagation.TextMapCarrier) {
+	for _, k := range f {
+		c.Set(k, "v")
+	}
+}
+func (fieldsOnly) Extract(ctx context.Context, _ propagation.TextMapCarrier) context.Context {
+	return ctx
+}
+func (f fieldsOnly) Fields() []string { return f }
+
+// TestNewRefusesPropagator: a propagator that writes no traceparent and
+// no X-Ray header (Baggage alone, B3) is refused at construction; with
+// either among its fields it is accepted.
+func TestNewRefusesPropagator(t *testing.T) {
+	tests := []struct {
+		name string
+		p    propagation.TextMapPropagator
+		ok   bool
+	}{
+		{"baggage alone", propagation.Baggage{}, false},
+		{"B3", fieldsOnly{"x-b3-traceid", "x-b3-spanid"}, false},
+		{"vendor header", fieldsOnly{"uber-trace-id"}, false},
+		{"trace context", propagation.TraceContext{}, true},
+		{"x-ray", xray.Propagator{}, true},
+		{"baggage and trace context", propagation.NewCompositeTextMapPropagator(propagation.Baggage{}, propagation.TraceContext{}), true},
+		{"B3 and x-ray", propagation.NewCompositeTextMapPropagator(fieldsOnly{"x-b3-traceid"}, xray.Propagator{}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := dedupeotel.New(&dedupeotel.Config{TracerProvider: sdktrace.NewTracerProvider(), MeterProvider: sdkmetric.NewMeterProvider(), Propagator: tt.p})
+			if tt.ok != (err == nil) || (!tt.ok && !errors.Is(err, dedupeotel.ErrPropagator)) {
+				t.Errorf("New = %v; want accepted %v (ErrPropagator otherwise)", err, tt.ok)
+			}
+		})
 	}
 }
 

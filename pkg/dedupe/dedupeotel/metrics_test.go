@@ -5,9 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -165,4 +170,119 @@ var outcomes = map[string]struct{}{
 	dedupe.OutcomeMismatch: {}, dedupe.OutcomeMissingKey: {}, dedupe.OutcomeInvalidKey: {}, dedupe.OutcomeInvalidRequest: {},
 	dedupe.OutcomeStoreError: {}, dedupe.OutcomeReleased: {}, dedupe.OutcomeLeaseLost: {}, dedupe.OutcomeNotStored: {},
 	dedupe.OutcomeTooLarge: {}, dedupe.OutcomeHeld: {},
+}
+
+// TestRouteLabelsBounded sends 300 requests with 300 different paths,
+// each carrying a client's e-mail address, through every adapter whose
+// key is scoped by the raw path ($default and greedy routes, Function
+// URLs, net/http without a pattern): the metrics (OpenTelemetry and
+// EMF), the spans and the log name one route each, never the path.
+func TestRouteLabelsBounded(t *testing.T) {
+	type adapter struct {
+		name, want string
+		send       func(g *dedupe.Guard) func(path string)
+	}
+	cfg := &dedupe.HTTPConfig{SharedScope: true}
+	v2 := func(routeKey string) func(g *dedupe.Guard) func(string) {
+		return func(g *dedupe.Guard) func(string) {
+			h := dedupe.HTTPAPI(g, cfg, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+			})
+			return func(path string) {
+				req := events.APIGatewayV2HTTPRequest{RouteKey: routeKey, RawPath: path, Headers: map[string]string{"idempotency-key": "k" + path}}
+				req.RequestContext.HTTP.Method = "POST"
+				h(context.Background(), req)
+			}
+		}
+	}
+	adapters := []adapter{
+		{"HTTP API $default", "POST $default", v2("$default")},
+		{"HTTP API ANY /{proxy+}", "POST /{proxy+}", v2("ANY /{proxy+}")},
+		{"REST API /{proxy+}", "POST /{proxy+}", func(g *dedupe.Guard) func(string) {
+			h := dedupe.RESTAPI(g, cfg, func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				return events.APIGatewayProxyResponse{StatusCode: 201}, nil
+			})
+			return func(path string) {
+				h(context.Background(), events.APIGatewayProxyRequest{HTTPMethod: "POST", Resource: "/{proxy+}", Path: path,
+					Headers: map[string]string{"Idempotency-Key": "k" + path}})
+			}
+		}},
+		{"Function URL", "POST " + dedupe.RouteNone, func(g *dedupe.Guard) func(string) {
+			h := dedupe.FunctionURL(g, cfg, func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+				return events.LambdaFunctionURLResponse{StatusCode: 201}, nil
+			})
+			return func(path string) {
+				req := events.LambdaFunctionURLRequest{RawPath: path, Headers: map[string]string{"idempotency-key": "k" + path}}
+				req.RequestContext.HTTP.Method = "POST"
+				h(context.Background(), req)
+			}
+		}},
+		{"net/http without a pattern", "POST " + dedupe.RouteNone, func(g *dedupe.Guard) func(string) {
+			h := dedupe.Middleware(g, cfg)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(201) }))
+			return func(path string) {
+				r := httptest.NewRequest("POST", "http://api.example"+path, nil)
+				r.Header.Set("Idempotency-Key", "k"+path)
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		}},
+		{"net/http with a pattern", "POST /users/{email}", func(g *dedupe.Guard) func(string) {
+			mux := http.NewServeMux()
+			mux.Handle("POST /users/{email}", dedupe.Middleware(g, cfg)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(201) })))
+			return func(path string) {
+				r := httptest.NewRequest("POST", "http://api.example"+path, nil)
+				r.Header.Set("Idempotency-Key", "k"+path)
+				mux.ServeHTTP(httptest.NewRecorder(), r)
+			}
+		}},
+	}
+	for _, a := range adapters {
+		t.Run(a.name, func(t *testing.T) {
+			r := newRig(t)
+			var emfLines, logs bytes.Buffer
+			emf := &dedupe.EMF{W: &emfLines, FunctionName: "fn"}
+			g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "routes", Metrics: r.tel, Tracer: r.tel, OnOutcome: emf.Emit,
+				Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			send := a.send(g)
+			for i := range 300 {
+				send("/users/client" + strconv.Itoa(i) + "@example.com")
+			}
+			routes := map[string]int{}
+			var rm metricdata.ResourceMetrics
+			if err := r.reader.Collect(context.Background(), &rm); err != nil {
+				t.Fatal(err)
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if d, ok := m.Data.(metricdata.Sum[int64]); ok {
+						for _, p := range d.DataPoints {
+							v, _ := p.Attributes.Value(dedupeotel.AttrRoute)
+							routes["otel "+v.AsString()] += int(p.Value)
+						}
+					}
+				}
+			}
+			for _, line := range bytes.Split(bytes.TrimSpace(emfLines.Bytes()), []byte("\n")) {
+				var m struct{ Route string }
+				json.Unmarshal(line, &m)
+				routes["emf "+m.Route]++
+			}
+			for _, s := range r.spans.Ended() {
+				if s.Name() != "dedupe" && !strings.HasPrefix(s.Name(), "dedupe.") {
+					routes["span "+s.Name()]++
+				}
+				for _, kv := range s.Attributes() {
+					if kv.Key == dedupeotel.AttrRoute {
+						routes["span attribute "+kv.Value.AsString()]++
+					}
+				}
+			}
+			want := map[string]int{"otel " + a.want: 300, "emf " + a.want: 300, "span dedupe " + a.want: 300, "span attribute " + a.want: 300}
+			if !reflect.DeepEqual(routes, want) {
+				t.Errorf("routes named = %v\nwant %v", routes, want)
+			}
+			if strings.Contains(logs.String(), "@example.com") || strings.Count(logs.String(), `"route":"`+a.want+`"`) != 300 {
+				t.Errorf("the log names the client's path, or not the route %q 300 times", a.want)
+			}
+		})
+	}
 }

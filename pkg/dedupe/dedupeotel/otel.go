@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -65,7 +66,11 @@ type Config struct {
 	// Context (a traceparent); xray.Propagator{} (go.opentelemetry.io/
 	// contrib/propagators/aws/xray) stores an X-Ray trace header instead.
 	// Either format, and the X-Ray header the guard stores without this
-	// package, is linked when read back.
+	// package, is linked when read back. A composite propagator (the
+	// application's, with Baggage) may be given: the record stores only
+	// the first traceparent or X-Ray header among its fields, never
+	// baggage, tracestate or any other field. New refuses a propagator
+	// that writes neither (ErrPropagator).
 	Propagator propagation.TextMapPropagator
 }
 
@@ -86,8 +91,16 @@ var (
 	_ dedupe.Emitter = (*Telemetry)(nil)
 )
 
+// ErrPropagator reports a Config.Propagator that writes no trace
+// context a record can hold: neither a traceparent (propagation.
+// TraceContext) nor an X-Ray header (xray.Propagator), alone or in a
+// composite. Its span contexts could not be stored, and a replay could
+// not link to them.
+var ErrPropagator = errors.New("dedupeotel: Config.Propagator writes neither traceparent nor X-Amzn-Trace-Id")
+
 // New returns a Telemetry over cfg's providers (nil cfg means the zero
-// Config). It fails only when the meter refuses an instrument.
+// Config). It fails when the meter refuses an instrument, and with
+// ErrPropagator for a propagator it cannot store.
 func New(cfg *Config) (*Telemetry, error) {
 	var c Config
 	if cfg != nil {
@@ -101,6 +114,9 @@ func New(cfg *Config) (*Telemetry, error) {
 	}
 	if c.Propagator == nil {
 		c.Propagator = propagation.TraceContext{}
+	}
+	if !slices.ContainsFunc(c.Propagator.Fields(), traceField) {
+		return nil, fmt.Errorf("%w (its fields: %v): use propagation.TraceContext{} or xray.Propagator{}, alone or in a composite with the others", ErrPropagator, c.Propagator.Fields())
 	}
 	t := &Telemetry{prop: c.Propagator, tracer: c.TracerProvider.Tracer(ScopeName)}
 	m := c.MeterProvider.Meter(ScopeName)

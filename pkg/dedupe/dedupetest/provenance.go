@@ -52,13 +52,108 @@ func testProvenance(t *testing.T, s dedupe.Store) {
 	}
 }
 
+// collidingKeys are two keys whose KeyRefs are equal (key:7a743c048cb0):
+// a collision of 48-bit references, found with Pollard's rho in about
+// 2^25 SHA-256 computations (ten seconds on one core), as anyone could
+// plant one.
+var collidingKeys = [2]string{"collide/297653359cfa", "collide/34d17601cd45"}
+
 // RunAdmin checks a store's dedupe.Admin: FindRef finds a record from its
-// KeyRef in flight and completed, InFlight lists what is in flight, and
-// Forget is fenced by the owner token. newStore is called once per case,
-// as in Run; stores may share a backend, but InFlight is only checked for
-// the records the case wrote.
+// KeyRef in flight and completed, and every record that shares a
+// colliding ref; InFlight lists what is in flight; ReleaseSeen releases
+// only the record as it was read; and Forget is fenced by the owner
+// token. newStore is called once per case, as in Run; stores may share a
+// backend, but InFlight is only checked for the records the case wrote.
 func RunAdmin(t *testing.T, newStore func(t *testing.T) dedupe.Store) {
 	t.Helper()
+	t.Run("FindRefCollision", func(t *testing.T) {
+		s := newStore(t)
+		a := asAdmin(t, s)
+		ctx := context.Background()
+		ref := dedupe.KeyRef(collidingKeys[0])
+		if dedupe.KeyRef(collidingKeys[1]) != ref || collidingKeys[0] == collidingKeys[1] {
+			t.Fatalf("the keys do not collide")
+		}
+		// The keys are fixed: clear what an earlier run on a shared
+		// backend left.
+		now := base.Add(3000 * time.Hour)
+		forgetAll := func() {
+			recs, _ := a.FindRef(ctx, ref, now)
+			for _, r := range recs {
+				_ = a.Forget(ctx, r.Key, r.Token)
+			}
+		}
+		forgetAll()
+		t.Cleanup(forgetAll)
+		mustClaim(t, s, claimReq(collidingKeys[0], "tok-alice", now, 30*time.Second), true)
+		if err := complete(s, collidingKeys[0], "tok-alice", now.Add(time.Second), sampleResult()); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		// The later claim of the colliding key must not hide the first.
+		mustClaim(t, s, claimReq(collidingKeys[1], "tok-mallory", now.Add(2*time.Second), 30*time.Second), true)
+		recs, err := a.FindRef(ctx, ref, now.Add(2*time.Second))
+		got := map[string]string{}
+		for _, r := range recs {
+			got[r.Key] = r.Token
+		}
+		if err != nil || len(recs) != 2 || got[collidingKeys[0]] != "tok-alice" || got[collidingKeys[1]] != "tok-mallory" {
+			t.Errorf("FindRef of a colliding ref = %v, %v; want both records, each with its own key and token", got, err)
+		}
+	})
+	t.Run("ReleaseSeenIsFenced", func(t *testing.T) {
+		s := newStore(t)
+		a := asAdmin(t, s)
+		ctx := context.Background()
+		k := key(t)
+		mustClaim(t, s, claimReq(k, "tok-a", base, 30*time.Second), true)
+		seen, err := s.Get(ctx, k, base)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if ext, ok := s.(dedupe.LeaseExtender); ok {
+			// A heartbeat after the read moves the lease: refused.
+			if err := ext.Extend(ctx, dedupe.ExtendRequest{Key: k, Token: "tok-a", Now: base.Add(time.Second),
+				LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {
+				t.Fatalf("Extend: %v", err)
+			}
+			if err := a.ReleaseSeen(ctx, seen); !errors.Is(err, dedupe.ErrLeaseLost) {
+				t.Errorf("ReleaseSeen after a heartbeat = %v, want ErrLeaseLost", err)
+			}
+			if seen, err = s.Get(ctx, k, base.Add(time.Second)); err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+		}
+		other := seen
+		other.Token = "tok-other"
+		if err := a.ReleaseSeen(ctx, other); !errors.Is(err, dedupe.ErrLeaseLost) {
+			t.Errorf("ReleaseSeen with another token = %v, want ErrLeaseLost", err)
+		}
+		if err := a.ReleaseSeen(ctx, seen); err != nil {
+			t.Fatalf("ReleaseSeen: %v", err)
+		}
+		released, err := s.Get(ctx, k, base.Add(time.Second))
+		if err != nil || released.LeaseExpiresAt.UnixMilli() != 0 || released.Token != "tok-a" || released.Fingerprint != seen.Fingerprint {
+			t.Fatalf("after ReleaseSeen = %+v, %v; want the record kept, its lease ended", released, err)
+		}
+		// The guard's own release keeps the token: a second release,
+		// of the record seen before or of the released one, is refused.
+		if err := a.ReleaseSeen(ctx, seen); !errors.Is(err, dedupe.ErrLeaseLost) {
+			t.Errorf("ReleaseSeen of the record seen before the release = %v, want ErrLeaseLost", err)
+		}
+		if err := a.ReleaseSeen(ctx, released); !errors.Is(err, dedupe.ErrLeaseLost) {
+			t.Errorf("ReleaseSeen of a released record = %v, want ErrLeaseLost", err)
+		}
+		// A completed record has no lease to release.
+		k2 := key(t) + "/done"
+		mustClaim(t, s, claimReq(k2, "tok-b", base, 30*time.Second), true)
+		done, _ := s.Get(ctx, k2, base)
+		if err := complete(s, k2, "tok-b", base.Add(time.Second), sampleResult()); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if err := a.ReleaseSeen(ctx, done); !errors.Is(err, dedupe.ErrLeaseLost) {
+			t.Errorf("ReleaseSeen of a completed record = %v, want ErrLeaseLost", err)
+		}
+	})
 	t.Run("FindRefInFlightAndCompleted", func(t *testing.T) {
 		s := newStore(t)
 		a := asAdmin(t, s)

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 // Exit codes of Run.
@@ -21,13 +23,15 @@ const (
 	// ExitError: the store or the input failed (unreachable, denied, a
 	// file that does not parse).
 	ExitError = 1
-	// ExitUsage: bad flags or arguments.
+	// ExitUsage: bad flags or arguments, including a reference that more
+	// than one record shares when the command acts on one.
 	ExitUsage = 2
 	// ExitNotFound: no live record for the key or reference.
 	ExitNotFound = 3
-	// ExitRefused: the store refused the change (the owner token no
-	// longer matches, the record is in the wrong state), or the operator
-	// did not confirm.
+	// ExitRefused: the command or the store refused the change (the
+	// owner token no longer matches, the record is in the wrong state or
+	// changed since it was read, a lease still running without --force),
+	// or the operator did not confirm.
 	ExitRefused = 4
 )
 
@@ -42,6 +46,10 @@ type Env struct {
 	Getenv func(string) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// CurrentUser names the operating system's user running the command,
+	// for the forget log when no --operator, $DEDUPE_OPERATOR, $USER or
+	// $LOGNAME names one. Nil means os/user.Current.
+	CurrentUser func() (string, error)
 }
 
 // exitError carries an exit code through the subcommands.
@@ -58,24 +66,27 @@ func fail(code int, format string, args ...any) error {
 	return &exitError{code: code, err: fmt.Errorf(format, args...)}
 }
 
-const usage = `usage: dedupe <command> [flags]
+const usage = `usage: dedupe [-o json] [store flags] <command> [flags]
 
 commands:
   key       compute the stored key and its KeyRef from parts or a saved event
   show      print a record: dedupe show key:<12 hex> | --stored-key K | key flags
   inflight  list in-flight records (--stranded: only those whose lease ran out)
   stranded  same as inflight --stranded
-  release   end a stuck lease: dedupe release <ref|--stored-key K> --token T
-  forget    delete a completed record: dedupe forget <ref|--stored-key K> --token T --reason WHY [--yes]
+  release   end a stuck lease: dedupe release <ref|--stored-key K> --token T [--force]
+  forget    delete a completed record: dedupe forget <ref|--stored-key K> --token T --reason WHY [--operator NAME] [--yes]
 
 store flags (every command but key), else from the environment as the
 functions read it (DEDUPE_STORE, IDEMPOTENCY_TABLE, REDIS_URL, DATABASE_URL):
-  --table NAME      DynamoDB table (--endpoint URL for dynalite, moto, DynamoDB Local)
+  --table NAME      DynamoDB table (--endpoint URL for dynalite, moto, DynamoDB Local;
+                    --s3-endpoint URL where show --body reads responses kept in S3)
   --redis URL       Redis or Valkey (--redis-prefix, default "dedupe:")
   --postgres URL    PostgreSQL (--pg-table, default dedupe_records)
   -o text|json      output format (default text)
+-o and the store flags may come before the command or after it.
 
-exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 refused or not confirmed
+exit codes: 0 ok, 1 error, 2 usage (or a reference two records share),
+3 not found, 4 refused or not confirmed (see docs/operating.md)
 `
 
 // Run runs the command line in env and returns its exit code.
@@ -85,6 +96,15 @@ func Run(ctx context.Context, env Env) int {
 	}
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
+	}
+	if env.CurrentUser == nil {
+		env.CurrentUser = func() (string, error) {
+			u, err := user.Current()
+			if err != nil {
+				return "", err
+			}
+			return u.Username, nil
+		}
 	}
 	if len(env.Args) == 0 || env.Args[0] == "help" || env.Args[0] == "-h" || env.Args[0] == "--help" {
 		fmt.Fprint(env.Stderr, usage)
@@ -101,24 +121,60 @@ func Run(ctx context.Context, env Env) int {
 		"release":  cmdRelease,
 		"forget":   cmdForget,
 	}
-	cmd, ok := cmds[env.Args[0]]
-	if !ok {
-		fmt.Fprintf(env.Stderr, "dedupe: unknown command %q\n\n%s", env.Args[0], usage)
+	name, args, err := splitCommand(env.Args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "dedupe: %s\n\n%s", esc(err.Error()), usage)
 		return ExitUsage
 	}
-	err := cmd(ctx, &env, env.Args[1:])
+	cmd, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "dedupe: unknown command %q\n\n%s", esc(name), usage)
+		return ExitUsage
+	}
+	err = cmd(ctx, &env, args)
 	if err == nil {
 		return ExitOK
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stderr, "dedupe %s: %v\n", env.Args[0], err)
+	// Errors quote what stores and servers answered: escaped, like every
+	// stored string (see esc).
+	fmt.Fprintf(env.Stderr, "dedupe %s: %s\n", name, esc(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	return ExitError
+}
+
+// globalFlags are the flags that may come before the command: -o and the
+// store flags, each with a value. The command then parses them as its
+// own, so one it does not take (the store flags of key) is refused there.
+var globalFlags = map[string]bool{
+	"o": true, "table": true, "endpoint": true, "region": true, "shards": true,
+	"redis": true, "redis-prefix": true, "postgres": true, "pg-table": true,
+}
+
+// splitCommand returns the command args name and its arguments: the
+// global flags before the command (with their values), then everything
+// after it.
+func splitCommand(args []string) (string, []string, error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" || !strings.HasPrefix(a, "-") {
+			rest := append(append([]string{}, args[:i]...), args[i+1:]...)
+			return a, rest, nil
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !globalFlags[name] {
+			return "", nil, fmt.Errorf("flag %s before the command: only -o and the store flags may come first; put it after the command", a)
+		}
+		if !hasValue {
+			i++ // the flag's value
+		}
+	}
+	return "", nil, errors.New("no command")
 }
 
 // output is the -o flag.
@@ -196,8 +252,18 @@ type recordView struct {
 	ResultOmitted  bool                `json:"resultOmitted,omitempty"`
 	ResponseStatus int                 `json:"responseStatus,omitempty"`
 	ResponseBytes  *int                `json:"responseBytes,omitempty"`
+	ResponseObject *objectView         `json:"responseObject,omitempty"`
 	Headers        map[string][]string `json:"headers,omitempty"`
 	Body           []byte              `json:"body,omitempty"`
+}
+
+// objectView is the S3 object that holds a response body
+// (dynamostore.Object).
+type objectView struct {
+	Bucket   string `json:"bucket"`
+	Name     string `json:"name"`
+	Size     int64  `json:"size"`
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // state names what a record means to the guard at now: a word for
@@ -217,8 +283,10 @@ func state(r dedupe.Record, now time.Time) (string, string) {
 	return "running", "lease running: duplicates get 409"
 }
 
-// view returns r as printed; body only when withBody.
-func view(r dedupe.Record, now time.Time, withBody bool) recordView {
+// view returns f as printed; headers and body only when withBody (and,
+// for a body in S3, only once read: f.object is then nil).
+func view(f found, now time.Time, withBody bool) recordView {
+	r := f.Record
 	st, meaning := state(r, now)
 	v := recordView{
 		Ref: dedupe.KeyRef(r.Key), Key: r.Key, Status: string(r.Status), State: st, Meaning: meaning,
@@ -235,8 +303,12 @@ func view(r dedupe.Record, now time.Time, withBody bool) recordView {
 	}
 	if r.Result != nil {
 		v.ResponseStatus = r.Result.StatusCode
-		n := len(r.Result.Body)
-		v.ResponseBytes = &n
+		if o := f.object; o != nil {
+			v.ResponseObject = &objectView{Bucket: o.Bucket, Name: o.Name, Size: o.Size, Encoding: o.Encoding}
+		} else {
+			n := len(r.Result.Body)
+			v.ResponseBytes = &n
+		}
 		if withBody {
 			v.Headers, v.Body = r.Result.Headers, r.Result.Body
 		}
@@ -244,48 +316,60 @@ func view(r dedupe.Record, now time.Time, withBody bool) recordView {
 	return v
 }
 
-// printRecord writes r for a human.
+// printRecord writes v for a human, every stored string escaped (esc).
 func printRecord(w io.Writer, v recordView) {
 	ts := func(t time.Time) string { return t.Format(time.RFC3339Nano) }
 	fmt.Fprintf(w, "ref:          %s\n", v.Ref)
-	fmt.Fprintf(w, "key:          %s\n", v.Key)
-	fmt.Fprintf(w, "status:       %s, %s: %s\n", v.Status, v.State, v.Meaning)
-	fmt.Fprintf(w, "owner:        %s\n", v.Owner)
+	fmt.Fprintf(w, "key:          %s\n", esc(v.Key))
+	fmt.Fprintf(w, "status:       %s, %s: %s\n", esc(v.Status), v.State, v.Meaning)
+	fmt.Fprintf(w, "owner:        %s\n", esc(v.Owner))
 	if v.FirstOwner != "" {
-		fmt.Fprintf(w, "first owner:  %s (taken over)\n", v.FirstOwner)
+		fmt.Fprintf(w, "first owner:  %s (taken over)\n", esc(v.FirstOwner))
 	}
 	if v.LeaseExpiresAt != nil {
 		fmt.Fprintf(w, "lease until:  %s\n", ts(*v.LeaseExpiresAt))
 	}
 	fmt.Fprintf(w, "expires:      %s\n", ts(v.ExpiresAt))
-	fmt.Fprintf(w, "fingerprint:  %s\n", v.Fingerprint)
+	fmt.Fprintf(w, "fingerprint:  %s\n", esc(v.Fingerprint))
 	fmt.Fprintf(w, "created:      %s\n", ts(v.CreatedAt))
 	fmt.Fprintf(w, "updated:      %s\n", ts(v.UpdatedAt))
-	rid := v.RequestID
+	rid := esc(v.RequestID)
 	if rid == "" {
 		rid = "- (none stored: outside Lambda, or written before request IDs were stored)"
 	}
 	fmt.Fprintf(w, "request id:   %s\n", rid)
 	if v.Trace != "" {
-		fmt.Fprintf(w, "trace:        %s\n", v.Trace)
+		fmt.Fprintf(w, "trace:        %s\n", esc(v.Trace))
 	}
-	switch {
+	switch o := v.ResponseObject; {
 	case v.ResultOmitted:
 		fmt.Fprintf(w, "response:     omitted (too large to store)\n")
+	case o != nil:
+		enc := o.Encoding
+		if enc == "" {
+			enc = dynamostore.EncodingIdentity
+		}
+		fmt.Fprintf(w, "response:     %d, body in S3: s3://%s/%s, %d bytes stored (%s)\n",
+			v.ResponseStatus, esc(o.Bucket), esc(o.Name), o.Size, esc(enc))
 	case v.ResponseBytes != nil:
 		fmt.Fprintf(w, "response:     %d, %d bytes\n", v.ResponseStatus, *v.ResponseBytes)
 	}
 }
 
-// operator names who runs the command, for the forget log.
-func operator(env *Env) string {
+// operator returns who runs the command, for the forget log: flag (the
+// --operator flag), else $DEDUPE_OPERATOR, $USER or $LOGNAME, else the
+// operating system's user; "" when nothing names one.
+func operator(env *Env, flag string) string {
+	if v := strings.TrimSpace(flag); v != "" {
+		return v
+	}
 	for _, k := range []string{"DEDUPE_OPERATOR", "USER", "LOGNAME"} {
-		if v := env.Getenv(k); v != "" {
+		if v := strings.TrimSpace(env.Getenv(k)); v != "" {
 			return v
 		}
 	}
-	return "unknown"
+	if name, err := env.CurrentUser(); err == nil {
+		return strings.TrimSpace(name)
+	}
+	return ""
 }
-
-// trimSpace trims s.
-func trimSpace(s string) string { return strings.TrimSpace(s) }

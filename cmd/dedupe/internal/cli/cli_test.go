@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -38,6 +39,9 @@ type backend struct {
 	name  string
 	store dedupe.Store
 	flags []string
+	// dynamo and table are the DynamoDB client and table, on dynamodb.
+	dynamo *dynamodb.Client
+	table  string
 }
 
 // backends opens every store the environment provides; each needs its
@@ -59,7 +63,7 @@ func backends(t *testing.T) []backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, backend{"dynamodb", ds, []string{"--table", table, "--endpoint", endpoint}})
+	out = append(out, backend{name: "dynamodb", store: ds, flags: []string{"--table", table, "--endpoint", endpoint}, dynamo: client, table: table})
 
 	// Redis, under a prefix of its own.
 	opts, err := redis.ParseURL(redistest.URL(t))
@@ -73,7 +77,7 @@ func backends(t *testing.T) []backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, backend{"redis", rs, []string{"--redis", redistest.URL(t), "--redis-prefix", rp}})
+	out = append(out, backend{name: "redis", store: rs, flags: []string{"--redis", redistest.URL(t), "--redis-prefix", rp}})
 
 	// PostgreSQL, in a table of its own.
 	pool, err := pgxpool.New(ctx, pgtest.URL(t))
@@ -90,7 +94,7 @@ func backends(t *testing.T) []backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, backend{"postgres", ps, []string{"--postgres", pgtest.URL(t), "--pg-table", pt}})
+	out = append(out, backend{name: "postgres", store: ps, flags: []string{"--postgres", pgtest.URL(t), "--pg-table", pt}})
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 // keyFlags are the flags from which key and show compute a stored key.
@@ -198,10 +200,10 @@ func cmdKey(_ context.Context, env *Env, args []string) error {
 	if out.json {
 		return writeJSON(env.Stdout, info)
 	}
-	fmt.Fprintf(env.Stdout, "ref:         %s\nstored key:  %s\n", info.Ref, info.StoredKey)
+	fmt.Fprintf(env.Stdout, "ref:         %s\nstored key:  %s\n", info.Ref, esc(info.StoredKey))
 	if info.Scoped != "" {
 		fmt.Fprintf(env.Stdout, "prefix:      %s\napi:         %s\nroute:       %s\nprincipal:   %s\nclient key:  %s\n",
-			info.Prefix, info.API, info.Route, orDash(info.Principal), info.ClientKey)
+			esc(info.Prefix), esc(info.API), esc(info.Route), orDash(info.Principal), esc(info.ClientKey))
 	}
 	return nil
 }
@@ -210,7 +212,7 @@ func orDash(s string) string {
 	if s == "" {
 		return "- (shared scope)"
 	}
-	return s
+	return esc(s)
 }
 
 // target is a record named on the command line: a ref, or key flags.
@@ -243,9 +245,41 @@ func resolveTarget(env *Env, fs *flag.FlagSet, k *keyFlags, pos []string) (targe
 	return target{ref: info.Ref, key: info.StoredKey}, nil
 }
 
-// find returns the live records t names: by key with one Get, by ref
+// found is a record as the command found it: on DynamoDB read with
+// Inspect, so that a response body kept in S3 is named (object), not
+// read.
+type found struct {
+	dedupe.Record
+	object *dynamostore.Object
+}
+
+// find returns every live record t names: by key with one read, by ref
 // through the store's ref index.
-func find(ctx context.Context, st store, t target, now time.Time) ([]dedupe.Record, error) {
+func find(ctx context.Context, st *opened, t target, now time.Time) ([]found, error) {
+	if in, ok := st.store.(inspector); ok {
+		var recs []dynamostore.Inspected
+		if t.key != "" {
+			rec, err := in.Inspect(ctx, t.key, now)
+			switch {
+			case errors.Is(err, dedupe.ErrNotFound):
+				return nil, nil
+			case err != nil:
+				return nil, err
+			}
+			recs = []dynamostore.Inspected{rec}
+		} else {
+			var err error
+			if recs, err = in.InspectRef(ctx, t.ref, now); err != nil {
+				return nil, err
+			}
+		}
+		out := make([]found, len(recs))
+		for i, r := range recs {
+			out[i] = found{r.Record, r.Object}
+		}
+		return out, nil
+	}
+	var recs []dedupe.Record
 	if t.key != "" {
 		rec, err := st.Get(ctx, t.key, now)
 		switch {
@@ -254,23 +288,69 @@ func find(ctx context.Context, st store, t target, now time.Time) ([]dedupe.Reco
 		case err != nil:
 			return nil, err
 		}
-		return []dedupe.Record{rec}, nil
+		recs = []dedupe.Record{rec}
+	} else {
+		var err error
+		if recs, err = st.FindRef(ctx, t.ref, now); err != nil {
+			return nil, err
+		}
 	}
-	return st.FindRef(ctx, t.ref, now)
+	out := make([]found, len(recs))
+	for i, r := range recs {
+		out[i] = found{Record: r}
+	}
+	return out, nil
 }
 
-// findOne is find for commands that change one record.
-func findOne(ctx context.Context, st store, t target, now time.Time) (dedupe.Record, error) {
+// ambiguous returns the refusal of an action on a ref that more than one
+// record has: references are 48 bits, so two keys can share one by chance
+// in a large table, or by design (see docs/security.md). It names each
+// record by its stored key, which --stored-key takes.
+func ambiguous(ref string, recs []found, now time.Time) error {
+	var b strings.Builder
+	for _, r := range recs {
+		st, _ := state(r.Record, now)
+		fmt.Fprintf(&b, "; --stored-key %s (%s, owner %s, request %s)", r.Key, st, r.Token, orNone(r.RequestID))
+	}
+	return fail(ExitUsage, "%d records share %s (a collision of 48-bit references: different keys): name the one you mean with its stored key%s",
+		len(recs), ref, b.String())
+}
+
+// findOne is find for commands that act on one record: it refuses a ref
+// that names none or more than one.
+func findOne(ctx context.Context, st *opened, t target, now time.Time) (found, error) {
 	recs, err := find(ctx, st, t, now)
 	switch {
 	case err != nil:
-		return dedupe.Record{}, err
+		return found{}, err
 	case len(recs) == 0:
-		return dedupe.Record{}, fail(ExitNotFound, "no live record for %s", t.ref)
+		return found{}, fail(ExitNotFound, "no live record for %s", t.ref)
 	case len(recs) > 1:
-		return dedupe.Record{}, fail(ExitUsage, "%d records share %s: name one with --stored-key", len(recs), t.ref)
+		return found{}, ambiguous(t.ref, recs, now)
 	}
 	return recs[0], nil
+}
+
+// withBody returns f with its response body, read from S3 when the store
+// keeps it there (the bucket the record names), checked against the
+// record.
+func withBody(ctx context.Context, st *opened, f found, now time.Time) (found, error) {
+	if f.object == nil {
+		return f, nil
+	}
+	if st.readObject == nil {
+		return found{}, fmt.Errorf("%s: the response body is in S3, which this store cannot read", dedupe.KeyRef(f.Key))
+	}
+	rec, err := st.readObject(ctx, f.Key, now, f.object.Bucket)
+	switch {
+	case errors.Is(err, dedupe.ErrNotFound):
+		return found{}, fail(ExitNotFound, "%s is gone since it was read", dedupe.KeyRef(f.Key))
+	case err != nil:
+		return found{}, fmt.Errorf("read the response body from s3://%s/%s: %w", f.object.Bucket, f.object.Name, err)
+	case rec.Token != f.Token || rec.Result == nil:
+		return found{}, fail(ExitRefused, "%s changed since it was read; run show again", dedupe.KeyRef(f.Key))
+	}
+	return found{Record: rec}, nil
 }
 
 func cmdShow(ctx context.Context, env *Env, args []string) error {
@@ -282,7 +362,7 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 	k.register(fs)
 	sf.register(fs)
 	fs.Var(&out, "o", "output: text or json")
-	fs.BoolVar(&body, "body", false, "print the stored response: its body as is (text), or headers and body (json)")
+	fs.BoolVar(&body, "body", false, "print the stored response: its body, escaped for the terminal (text), or headers and body (json); a body kept in S3 is read from the bucket the record names")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -291,11 +371,11 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, storeName, closeStore, err := sf.open(ctx, env)
+	st, err := sf.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer st.close()
 	now := env.Now()
 	recs, err := find(ctx, st, t, now)
 	if err != nil {
@@ -303,21 +383,32 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 	}
 	if len(recs) == 0 {
 		hint := ""
-		if storeName == "redis" && t.key == "" {
+		if st.name == "redis" && t.key == "" {
 			hint = "; on Redis, only writers with redisstore.Options.RefIndex leave the pointer a ref needs: try --event or the key flags"
 		}
 		return fail(ExitNotFound, "no live record for %s (never claimed, expired, or forgotten)%s", t.ref, hint)
 	}
-	if body && !out.json {
-		if len(recs) > 1 {
-			return fail(ExitUsage, "%d records share %s: name one with --stored-key", len(recs), t.ref)
+	if len(recs) > 1 {
+		if body {
+			return ambiguous(t.ref, recs, now)
 		}
-		if recs[0].Result == nil {
-			_, meaning := state(recs[0], now)
-			return fail(ExitNotFound, "%s holds no stored response (%s: %s)", t.ref, recs[0].Status, meaning)
+		fmt.Fprintf(env.Stderr, "dedupe show: warning: %d records share %s (a collision of 48-bit references: different keys); each is printed with its key: act on one with --stored-key\n",
+			len(recs), t.ref)
+	}
+	if body {
+		f, err := withBody(ctx, st, recs[0], now)
+		if err != nil {
+			return err
 		}
-		_, err := env.Stdout.Write(recs[0].Result.Body)
-		return err
+		if f.Result == nil {
+			_, meaning := state(f.Record, now)
+			return fail(ExitNotFound, "%s holds no stored response (%s: %s)", t.ref, f.Status, meaning)
+		}
+		if !out.json {
+			_, err := io.WriteString(env.Stdout, escBody(f.Result.Body))
+			return err
+		}
+		recs[0] = f
 	}
 	views := make([]recordView, len(recs))
 	for i, r := range recs {
@@ -362,20 +453,23 @@ func cmdInFlight(ctx context.Context, env *Env, args []string, strandedOnly bool
 	if *limit <= 0 {
 		return fail(ExitUsage, "--limit %d: want a positive number", *limit)
 	}
-	st, _, closeStore, err := sf.open(ctx, env)
+	st, err := sf.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer st.close()
 	now := env.Now()
 	recs, truncated, err := st.InFlight(ctx, now, *limit)
+	if errors.Is(err, dynamostore.ErrShardMismatch) {
+		return fail(ExitError, "%w; nothing listed: pass --shards (or $DEDUPE_SHARDS) as the functions (dynamostore Options.Shards) and the reaper (REAPER_SHARDS) use", err)
+	}
 	if err != nil {
 		return err
 	}
 	views := []recordView{}
 	for _, r := range recs {
 		if !strandedOnly || r.Stranded(now) {
-			views = append(views, view(r, now, false))
+			views = append(views, view(found{Record: r}, now, false))
 		}
 	}
 	if out.json {
@@ -389,12 +483,12 @@ func cmdInFlight(ctx context.Context, env *Env, args []string, strandedOnly bool
 		if v.LeaseExpiresAt != nil {
 			lease = v.LeaseExpiresAt.Format(time.RFC3339)
 		}
-		rid := v.RequestID
+		rid := esc(v.RequestID)
 		if rid == "" {
 			rid = "-"
 		}
 		fmt.Fprintf(env.Stdout, "%s  %-9s lease %s  owner %s  request %s\n", v.Ref,
-			v.State, lease, v.Owner, rid)
+			v.State, lease, esc(v.Owner), rid)
 	}
 	fmt.Fprintf(env.Stderr, "%d record(s)", len(views))
 	if truncated {
@@ -410,6 +504,7 @@ func cmdRelease(ctx context.Context, env *Env, args []string) error {
 	var sf storeFlags
 	var out output
 	token := fs.String("token", "", "the owner token that show prints (required): the release is fenced by it")
+	force := fs.Bool("force", false, "release a lease that is still running (the owner may still be running: a retry then runs the function a second time); only when the invocation is known to be dead")
 	k.register(fs)
 	sf.register(fs)
 	fs.Var(&out, "o", "output: text or json")
@@ -424,21 +519,34 @@ func cmdRelease(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, _, closeStore, err := sf.open(ctx, env)
+	st, err := sf.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	rec, err := findOne(ctx, st, t, env.Now())
+	defer st.close()
+	now := env.Now()
+	rec, err := findOne(ctx, st, t, now)
 	if err != nil {
 		return err
 	}
-	if rec.Status != dedupe.StatusInProgress {
+	word, _ := state(rec.Record, now)
+	switch {
+	case rec.Status != dedupe.StatusInProgress:
 		return fail(ExitRefused, "%s is %s: only an in-flight record has a lease to release (dedupe forget lets a completed key run again)", t.ref, rec.Status)
+	case rec.Token != *token:
+		return fail(ExitRefused, "refused: %s is no longer owned by token %s (finished, released or taken over since); run show again", t.ref, *token)
+	case word == "released":
+		return fail(ExitRefused, "refused: %s is released already (by the guard, after its function failed, or by an operator): a retry of the same request runs at once; nothing to release", t.ref)
+	case word == "running" && !*force:
+		return fail(ExitRefused, "refused: %s is running: its owner's lease runs until %s (%s left), so its invocation may still be running, and a release would let a retry run the function a second time beside it. Wait for the lease to run out (the record is then stranded); or, if the invocation is known to be dead (its REPORT line shows a timeout or a crash), release it with --force",
+			t.ref, rec.LeaseExpiresAt.UTC().Format(time.RFC3339), rec.LeaseExpiresAt.Sub(now).Round(time.Second))
+	case word == "running":
+		fmt.Fprintf(env.Stderr, "dedupe release: warning: %s is running (lease until %s): if its invocation is still alive, the next retry runs the function a second time beside it (a second charge). Releasing because of --force.\n",
+			t.ref, rec.LeaseExpiresAt.UTC().Format(time.RFC3339))
 	}
-	if err := st.Release(ctx, rec.Key, *token); err != nil {
+	if err := st.ReleaseSeen(ctx, rec.Record); err != nil {
 		if errors.Is(err, dedupe.ErrLeaseLost) {
-			return fail(ExitRefused, "refused: %s is no longer owned by token %s (finished, released or taken over since); run show again", t.ref, *token)
+			return fail(ExitRefused, "refused: %s changed since it was read (finished, released, renewed by a heartbeat or taken over); nothing changed: run show again", t.ref)
 		}
 		return err
 	}
@@ -457,6 +565,7 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 	var out output
 	token := fs.String("token", "", "the owner token that show prints (required): the delete is fenced by it")
 	reason := fs.String("reason", "", "why the key must run again (required; logged)")
+	who := fs.String("operator", "", "who forgets the key, for the log (default $DEDUPE_OPERATOR, $USER, $LOGNAME or the system's user; else asked)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	k.register(fs)
 	sf.register(fs)
@@ -475,11 +584,23 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, storeName, closeStore, err := sf.open(ctx, env)
+	stdin := bufio.NewReader(env.Stdin)
+	operator := operator(env, *who)
+	if operator == "" {
+		if *yes {
+			return fail(ExitUsage, "--operator is required: no $DEDUPE_OPERATOR, $USER or $LOGNAME, and the system names no user; the log must say who forgot the key")
+		}
+		fmt.Fprint(env.Stderr, "Who is forgetting the key (your name, for the log)? ")
+		line, _ := stdin.ReadString('\n')
+		if operator = strings.TrimSpace(line); operator == "" {
+			return fail(ExitRefused, "no operator named; nothing deleted (pass --operator)")
+		}
+	}
+	st, err := sf.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer st.close()
 	now := env.Now()
 	rec, err := findOne(ctx, st, t, now)
 	if err != nil {
@@ -493,10 +614,10 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 		status = rec.Result.StatusCode
 	}
 	if !*yes {
-		fmt.Fprintf(env.Stderr, "Forget %s (COMPLETED, response %d, request %s)? The next request with this key runs the function again. Type yes: ",
-			t.ref, status, orNone(rec.RequestID))
-		line, _ := bufio.NewReader(env.Stdin).ReadString('\n')
-		if trimSpace(line) != "yes" {
+		fmt.Fprintf(env.Stderr, "Forget %s (COMPLETED, response %d, request %s, key %s)? The next request with this key runs the function again. Type yes: ",
+			t.ref, status, esc(orNone(rec.RequestID)), esc(rec.Key))
+		line, _ := stdin.ReadString('\n')
+		if strings.TrimSpace(line) != "yes" {
 			return fail(ExitRefused, "not confirmed; nothing deleted")
 		}
 	}
@@ -510,8 +631,14 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 		}
 		return err
 	}
-	log.Warn("dedupe: forget", "ref", t.ref, "operator", operator(env), "reason", *reason, "store", storeName,
-		"owner", rec.Token, "original_request_id", rec.RequestID, "response_status", status)
+	attrs := []any{"ref", t.ref, "operator", operator, "reason", *reason, "store", st.name,
+		"owner", rec.Token, "original_request_id", rec.RequestID, "response_status", status}
+	object := ""
+	if o := rec.object; o != nil {
+		object = "s3://" + o.Bucket + "/" + o.Name
+		attrs = append(attrs, "response_object", object)
+	}
+	log.Warn("dedupe: forget", attrs...)
 	until := rec.ExpiresAt.UTC().Format(time.RFC3339)
 	if out.json {
 		return writeJSON(env.Stdout, map[string]any{"ref": t.ref, "forgotten": true, "warmCachesMayReplayUntil": until})
@@ -519,12 +646,17 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "forgot %s: the next request with this key runs again.\n"+
 		"Warm environments of a function with Config.Cache may still replay it from memory until %s (the record's expiry), "+
 		"or until they are recycled: update the function's configuration to recycle them now.\n", t.ref, until)
+	if object != "" {
+		fmt.Fprintf(env.Stdout, "Its response body stays in %s, never read again (the name is its claim's own), until the bucket's lifecycle expires it.\n", esc(object))
+	}
 	return nil
 }
 
+// orNone returns a request ID for a message, "none" when the record
+// stores none.
 func orNone(s string) string {
 	if s == "" {
-		return "unknown"
+		return "none"
 	}
 	return s
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -22,9 +24,32 @@ type store interface {
 	dedupe.Admin
 }
 
+// inspector is what the DynamoDB store offers beside Admin: records read
+// without the response bodies it keeps in S3, whose objects it names.
+type inspector interface {
+	Inspect(ctx context.Context, key string, now time.Time) (dynamostore.Inspected, error)
+	InspectRef(ctx context.Context, ref string, now time.Time) ([]dynamostore.Inspected, error)
+}
+
+var _ inspector = (*dynamostore.Store)(nil)
+
+// opened is the store the flags name, as the commands use it.
+type opened struct {
+	store
+	// name is dynamodb, redis or postgres.
+	name string
+	// close releases the store's connections.
+	close func()
+	// readObject reads the record for key again from a store that reads
+	// the response bodies kept in S3 bucket (DynamoDB's LargeResults),
+	// checked against the record; nil for stores that keep none.
+	readObject func(ctx context.Context, key string, now time.Time, bucket string) (dedupe.Record, error)
+}
+
 // storeFlags are the flags that name a store.
 type storeFlags struct {
 	table, endpoint, region string
+	s3Endpoint              string
 	shards                  int
 	redisURL, redisPrefix   string
 	pgURL, pgTable          string
@@ -35,6 +60,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.table, "table", "", "DynamoDB table (default $IDEMPOTENCY_TABLE)")
 	fs.StringVar(&s.endpoint, "endpoint", "", "DynamoDB endpoint URL, for dynalite, moto or DynamoDB Local (default $AWS_ENDPOINT_URL_DYNAMODB, else AWS)")
 	fs.StringVar(&s.region, "region", "", "AWS region (default from the AWS configuration)")
+	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, path-style, for moto (default $AWS_ENDPOINT_URL_S3, else AWS): where show --body reads a response kept in S3")
 	fs.IntVar(&s.shards, "shards", 0, "in-flight shards of the DynamoDB store (default $DEDUPE_SHARDS, else 8): as the functions use")
 	fs.StringVar(&s.redisURL, "redis", "", "Redis or Valkey URL (default $REDIS_URL when DEDUPE_STORE=redis)")
 	fs.StringVar(&s.redisPrefix, "redis-prefix", "dedupe:", "Redis key prefix of the store (redisstore.Options.Prefix)")
@@ -42,9 +68,8 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.pgTable, "pg-table", "", "PostgreSQL table (default dedupe_records)")
 }
 
-// open opens the store the flags, else the environment, name; close
-// releases its connections.
-func (s *storeFlags) open(ctx context.Context, env *Env) (st store, name string, close func(), err error) {
+// open opens the store the flags, else the environment, name.
+func (s *storeFlags) open(ctx context.Context, env *Env) (*opened, error) {
 	named := 0
 	for _, v := range []string{s.table, s.redisURL, s.pgURL} {
 		if v != "" {
@@ -52,7 +77,7 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (st store, name string,
 		}
 	}
 	if named > 1 {
-		return nil, "", nil, fail(ExitUsage, "name one store: --table, --redis or --postgres")
+		return nil, fail(ExitUsage, "name one store: --table, --redis or --postgres")
 	}
 	if named == 0 {
 		switch env.Getenv("DEDUPE_STORE") {
@@ -64,33 +89,33 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (st store, name string,
 			s.table = env.Getenv("IDEMPOTENCY_TABLE")
 		}
 		if s.table == "" && s.redisURL == "" && s.pgURL == "" {
-			return nil, "", nil, fail(ExitUsage, "no store: pass --table, --redis or --postgres (or set DEDUPE_STORE and IDEMPOTENCY_TABLE, REDIS_URL or DATABASE_URL as the functions do)")
+			return nil, fail(ExitUsage, "no store: pass --table, --redis or --postgres (or set DEDUPE_STORE and IDEMPOTENCY_TABLE, REDIS_URL or DATABASE_URL as the functions do)")
 		}
 	}
 	switch {
 	case s.redisURL != "":
 		opts, err := redis.ParseURL(s.redisURL)
 		if err != nil {
-			return nil, "", nil, fail(ExitUsage, "--redis: %w", err)
+			return nil, fail(ExitUsage, "--redis: %w", err)
 		}
 		c := redis.NewClient(opts)
 		st, err := redisstore.New(c, redisstore.Options{Prefix: s.redisPrefix})
 		if err != nil {
 			c.Close()
-			return nil, "", nil, err
+			return nil, err
 		}
-		return st, "redis", func() { c.Close() }, nil
+		return &opened{store: st, name: "redis", close: func() { c.Close() }}, nil
 	case s.pgURL != "":
 		pool, err := pgxpool.New(ctx, s.pgURL)
 		if err != nil {
-			return nil, "", nil, fail(ExitUsage, "--postgres: %w", err)
+			return nil, fail(ExitUsage, "--postgres: %w", err)
 		}
 		st, err := pgstore.New(pool, pgstore.Options{Table: s.pgTable})
 		if err != nil {
 			pool.Close()
-			return nil, "", nil, err
+			return nil, err
 		}
-		return st, "postgres", pool.Close, nil
+		return &opened{store: st, name: "postgres", close: pool.Close}, nil
 	}
 	var opts []func(*config.LoadOptions) error
 	if s.region != "" {
@@ -98,7 +123,7 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (st store, name string,
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("load AWS config: %w", err)
+		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if s.endpoint != "" {
@@ -109,13 +134,36 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (st store, name string,
 	if shards == 0 {
 		if v := env.Getenv("DEDUPE_SHARDS"); v != "" {
 			if _, err := fmt.Sscan(v, &shards); err != nil || shards <= 0 {
-				return nil, "", nil, fail(ExitUsage, "DEDUPE_SHARDS=%q: want a positive integer", v)
+				return nil, fail(ExitUsage, "DEDUPE_SHARDS=%q: want a positive integer", v)
 			}
 		}
 	}
-	ds, err := dynamostore.New(client, dynamostore.Options{Table: s.table, Shards: shards})
+	// The functions' stores refuse a global table in eventual
+	// consistency with a DescribeTable at their cold start; the
+	// command's writes are fenced conditional writes like theirs, and
+	// its policy (IdempotencyOperatorPolicy) grants no DescribeTable.
+	base := dynamostore.Options{Table: s.table, Shards: shards, GlobalTables: dynamostore.GlobalTablesUnchecked}
+	ds, err := dynamostore.New(client, base)
 	if err != nil {
-		return nil, "", nil, fail(ExitUsage, "%w", err)
+		return nil, fail(ExitUsage, "%w", err)
 	}
-	return ds, "dynamodb", func() {}, nil
+	s3Endpoint := s.s3Endpoint
+	if s3Endpoint == "" {
+		s3Endpoint = env.Getenv("AWS_ENDPOINT_URL_S3")
+	}
+	readObject := func(ctx context.Context, key string, now time.Time, bucket string) (dedupe.Record, error) {
+		objects := s3.NewFromConfig(cfg, func(o *s3.Options) {
+			if s3Endpoint != "" {
+				o.BaseEndpoint, o.UsePathStyle = &s3Endpoint, true
+			}
+		})
+		opts := base
+		opts.LargeResults = dynamostore.LargeResults{Client: objects, Bucket: bucket}
+		rs, err := dynamostore.New(client, opts)
+		if err != nil {
+			return dedupe.Record{}, err
+		}
+		return rs.Get(ctx, key, now)
+	}
+	return &opened{store: ds, name: "dynamodb", close: func() {}, readObject: readObject}, nil
 }

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Every string the command did not write itself reaches the terminal
+// through esc (or escBody): record keys, owner tokens, fingerprints,
+// request IDs, trace contexts, bodies, bucket names, the parts of a key
+// computed from a saved event, and every error message, since errors
+// quote what a store or a server answered. Many of these come from
+// clients: a request ID taken from X-Request-Id, a raw path behind
+// net/http without a pattern. Printed raw, a client could move the
+// operator's cursor, set the terminal's title, write its clipboard (OSC
+// 52), clear the screen, fake a line such as "owner: …", or rewrite the
+// question the operator answers (a carriage return and an erase-line).
+// JSON output needs none of this: encoding/json escapes every control
+// character, and invalid UTF-8 becomes U+FFFD.
+
+// esc returns s as one line of printable text: a printable rune
+// (unicode.IsPrint: letters, marks, numbers, punctuation, symbols, the
+// ASCII space) stays as it is; a backslash becomes \\; \n, \r and \t are
+// written so; every other byte below 0x80 (C0 controls, DEL) and every
+// byte of invalid UTF-8 becomes \xNN; every other rune (C1 controls, bidi
+// overrides and isolates, zero-width and other format characters,
+// separators, non-ASCII spaces, unassigned code points) becomes \uNNNN or
+// \UNNNNNNNN. The result is valid UTF-8 without a single control or
+// format character, and it reads back unambiguously.
+func esc(s string) string { return escape(s, false) }
+
+// escBody is esc for a stored response body printed on its own (show
+// --body): it keeps \n and \t as they are, since a body's lines are its
+// own, and escapes everything else as esc does.
+func escBody(b []byte) string { return escape(string(b), true) }
+
+func escape(s string, keepLines bool) string {
+	clean := true
+	for _, r := range s {
+		if r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x80 && !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsPrint(r) || r == utf8.RuneError:
+			// U+FFFD itself is escaped too, so that it never stands for
+			// a byte that was replaced.
+			if r > 0xffff {
+				fmt.Fprintf(&b, `\U%08x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	return b.String()
+}

@@ -1,0 +1,4 @@
+package cli
+
+// Escape exposes esc to the tests.
+var Escape = esc
