@@ -89,7 +89,7 @@ DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/a
 # SLOW_PKGS are the packages that take longest, slowest first. The test
 # passes start them before the others, so that two long packages do not
 # start last and run on alone (go test runs packages in the order given).
-SLOW_PKGS := ./infra ./localtest/e2e ./pkg/dynamostore ./pkg/pgstore ./localtest/rehearsal ./pkg/redisstore ./localtest/gateway ./localtest/cmd/local ./pkg/dedupe
+SLOW_PKGS := ./infra ./localtest/e2e ./pkg/dynamostore ./pkg/pgstore ./localtest/cmd/rehearse ./pkg/redisstore ./localtest/gateway ./localtest/cmd/local ./localtest/cmd/bench ./pkg/dedupe
 
 # slow_first prints the packages of $(1), those of SLOW_PKGS first.
 slow_first = { $(GO) list $(SLOW_PKGS); echo --; $(GO) list $(1); } | \
@@ -247,11 +247,14 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 	! grep -q '^FAIL' $(TEST_LOG)/summary
 
 # BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
-# its report (the stores' round trips and floors among them).
-BENCH_PKG ?= ./pkg/...
+# its report (the stores' round trips and floors among them). BENCH_ARGS
+# passes flags to the report, e.g. -short (every scenario at a few
+# requests: what `make test` runs, in localtest/cmd/bench's TestShort).
+BENCH_PKG  ?= ./pkg/...
+BENCH_ARGS ?=
 
 bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
-	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
+	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench $(BENCH_ARGS)
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
 
 # make run's command, its bootstraps, the emulator and withdynalite are
