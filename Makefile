@@ -84,7 +84,7 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 # The packages whose tests talk to DynamoDB. Unless DEDUPE_DYNAMODB or
 # AWS_ENDPOINT_URL_DYNAMODB picks one server, `make test` runs them a second
 # time on moto_server, so every store test passes on two implementations.
-DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest
+DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest ./infra/internal/permtest
 
 # SLOW_PKGS are the packages that take longest, slowest first. The test
 # passes start them before the others, so that two long packages do not
