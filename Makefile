@@ -52,7 +52,7 @@ HOST_GOARCH    = $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps deps-run deps-test test stress bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test stress bench race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -256,6 +256,12 @@ BENCH_ARGS ?=
 bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench $(BENCH_ARGS)
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
+
+# RACE_ARGS passes flags to the race, e.g. RACE_ARGS='-n 2,100 -work 1s'.
+RACE_ARGS ?=
+
+race: deps-run withdynalite ## race 2, 10 and 50 duplicate processes on dynalite, a naive read-then-write check beside the guard, and count who did the work
+	$(WITHDYNALITE) -- $(GO) run ./examples/race $(RACE_ARGS)
 
 # make run's command, its bootstraps, the emulator and withdynalite are
 # built static and without paths (HOST_BUILD): make run needs no C
