@@ -172,8 +172,10 @@ endef
 #                     packages vet compiles are the ones the test passes
 #                     reuse (with empty Go caches, plain go vet compiled
 #                     every dependency a second time)
-#   build             the Lambda binaries (linux/arm64) and the emulator,
-#                     as `make build rie`, once: the tests of the SAM build
+#   build             the Lambda binaries (linux/arm64), the local ones and
+#                     the emulator, as `make build build-local rie`, once
+#                     (`make run`'s test, TestMakeRunSmoke, then finds the
+#                     local ones built): the tests of the SAM build
 #                     targets and the deploy rehearsal then find the compiled
 #                     packages in Go's build cache, and the end-to-end,
 #                     gateway and `make run` tests the emulator built,
@@ -191,7 +193,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
-	test_pass build $(SUBMAKE) build rie; \
+	test_pass build $(SUBMAKE) build build-local rie; \
 	all=$$($(call slow_first,$(PKG))); \
 	pkgs=$$(grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) <<<"$$all" || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
@@ -305,8 +307,26 @@ rie: ## build the Lambda Runtime Interface Emulator into build/bin/aws-lambda-ri
 
 # RUN_ARGS passes flags to the local stack, e.g. `make run RUN_ARGS='-port 3001'`.
 # It is built, not `go run`, so that Ctrl-C and SIGTERM reach it directly.
-run: deps-run build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
-	$(HOST_BUILD) -o build/bin/local ./localtest/cmd/local
+#
+# progress WHAT CMD... runs one build step of make run and says so: a line
+# when it starts, one every 15 s while it runs (the first build compiles
+# the AWS SDK, the emulator and their dependencies: 5 min 8 s measured on
+# a busy 2-core machine with empty Go caches, seconds afterwards), and
+# one with its time when it ends.
+define progress_fn
+progress() { local what=$$1 start=$$SECONDS n=0 pid; shift; echo "make run: building $$what"; \
+  "$$@" & pid=$$!; \
+  while kill -0 $$pid 2>/dev/null; do sleep 1; n=$$((n + 1)); \
+    if [ $$((n % 15)) -eq 0 ] && kill -0 $$pid 2>/dev/null; then echo "make run:   still building $$what ($$((SECONDS - start)) s)"; fi; done; \
+  wait $$pid || return; echo "make run:   $$what: $$((SECONDS - start)) s"; }
+endef
+
+run: deps-run ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it); the first build takes about 5 minutes and says how far it is
+	@$(progress_fn); \
+	echo "make run: the first build compiles the AWS SDK and the Lambda emulator: about 5 minutes on 2 cores; later ones take seconds"; \
+	$(foreach f,$(FUNCTIONS),progress "the $(f) function (build/local/$(f)/bootstrap)" env $(call go_build,$(f),$(HOST_GOOS),$(HOST_GOARCH),build/local/$(f)/bootstrap) && ) \
+	progress "the Lambda Runtime Interface Emulator ($(RIE))" env $(HOST_BUILD) -o $(RIE) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie && \
+	progress "the local stack (build/bin/local)" env $(HOST_BUILD) -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 
 deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the SAM CLI and AWS credentials; not run in CI)
