@@ -52,7 +52,7 @@ HOST_GOARCH    = $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps deps-run deps-test test stress bench build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test stress bench race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -84,12 +84,12 @@ $(DEPS_STAMP): localtest/package.json localtest/package-lock.json
 # The packages whose tests talk to DynamoDB. Unless DEDUPE_DYNAMODB or
 # AWS_ENDPOINT_URL_DYNAMODB picks one server, `make test` runs them a second
 # time on moto_server, so every store test passes on two implementations.
-DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest
+DYNAMODB_PKGS := ./pkg/dedupe ./pkg/dynamostore ./functions/reaper ./functions/api/internal/payments ./infra/internal/ensuretest ./localtest/dynamotest ./infra/internal/permtest
 
 # SLOW_PKGS are the packages that take longest, slowest first. The test
 # passes start them before the others, so that two long packages do not
 # start last and run on alone (go test runs packages in the order given).
-SLOW_PKGS := ./infra ./localtest/e2e ./pkg/dynamostore ./pkg/pgstore ./localtest/rehearsal ./pkg/redisstore ./localtest/gateway ./localtest/cmd/local ./pkg/dedupe
+SLOW_PKGS := ./infra ./localtest/e2e ./pkg/dynamostore ./pkg/pgstore ./localtest/cmd/rehearse ./pkg/redisstore ./localtest/gateway ./localtest/cmd/local ./localtest/cmd/bench ./pkg/dedupe
 
 # slow_first prints the packages of $(1), those of SLOW_PKGS first.
 slow_first = { $(GO) list $(SLOW_PKGS); echo --; $(GO) list $(1); } | \
@@ -172,8 +172,10 @@ endef
 #                     packages vet compiles are the ones the test passes
 #                     reuse (with empty Go caches, plain go vet compiled
 #                     every dependency a second time)
-#   build             the Lambda binaries (linux/arm64) and the emulator,
-#                     as `make build rie`, once: the tests of the SAM build
+#   build             the Lambda binaries (linux/arm64), the local ones and
+#                     the emulator, as `make build build-local rie`, once
+#                     (`make run`'s test, TestMakeRunSmoke, then finds the
+#                     local ones built): the tests of the SAM build
 #                     targets and the deploy rehearsal then find the compiled
 #                     packages in Go's build cache, and the end-to-end,
 #                     gateway and `make run` tests the emulator built,
@@ -191,7 +193,7 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
 	passes="vet build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
-	test_pass build $(SUBMAKE) build rie; \
+	test_pass build $(SUBMAKE) build build-local rie; \
 	all=$$($(call slow_first,$(PKG))); \
 	pkgs=$$(grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) <<<"$$all" || true); moto_pid=; \
 	if [ -n "$(DEDUPE_DYNAMODB)$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
@@ -247,12 +249,21 @@ stress: deps-test withdynalite withservers ## go test -race of STRESS_PKG, STRES
 	! grep -q '^FAIL' $(TEST_LOG)/summary
 
 # BENCH_PKG are the packages whose Go benchmarks `make bench` runs after
-# its report (the stores' round trips and floors among them).
-BENCH_PKG ?= ./pkg/...
+# its report (the stores' round trips and floors among them). BENCH_ARGS
+# passes flags to the report, e.g. -short (every scenario at a few
+# requests: what `make test` runs, in localtest/cmd/bench's TestShort).
+BENCH_PKG  ?= ./pkg/...
+BENCH_ARGS ?=
 
 bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
-	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench
+	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench $(BENCH_ARGS)
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
+
+# RACE_ARGS passes flags to the race, e.g. RACE_ARGS='-n 2,100 -work 1s'.
+RACE_ARGS ?=
+
+race: deps-run withdynalite ## race 2, 10 and 50 duplicate processes on dynalite, a naive read-then-write check beside the guard, and count who did the work
+	$(WITHDYNALITE) -- $(GO) run ./examples/race $(RACE_ARGS)
 
 # make run's command, its bootstraps, the emulator and withdynalite are
 # built static and without paths (HOST_BUILD): make run needs no C
@@ -296,8 +307,26 @@ rie: ## build the Lambda Runtime Interface Emulator into build/bin/aws-lambda-ri
 
 # RUN_ARGS passes flags to the local stack, e.g. `make run RUN_ARGS='-port 3001'`.
 # It is built, not `go run`, so that Ctrl-C and SIGTERM reach it directly.
-run: deps-run build-local rie ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it)
-	$(HOST_BUILD) -o build/bin/local ./localtest/cmd/local
+#
+# progress WHAT CMD... runs one build step of make run and says so: a line
+# when it starts, one every 15 s while it runs (the first build compiles
+# the AWS SDK, the emulator and their dependencies: 5 min 8 s measured on
+# a busy 2-core machine with empty Go caches, seconds afterwards), and
+# one with its time when it ends.
+define progress_fn
+progress() { local what=$$1 start=$$SECONDS n=0 pid; shift; echo "make run: building $$what"; \
+  "$$@" & pid=$$!; \
+  while kill -0 $$pid 2>/dev/null; do sleep 1; n=$$((n + 1)); \
+    if [ $$((n % 15)) -eq 0 ] && kill -0 $$pid 2>/dev/null; then echo "make run:   still building $$what ($$((SECONDS - start)) s)"; fi; done; \
+  wait $$pid || return; echo "make run:   $$what: $$((SECONDS - start)) s"; }
+endef
+
+run: deps-run ## run the whole stack locally: API on 127.0.0.1:3000, dynalite, reaper (Ctrl-C stops it); the first build takes about 5 minutes and says how far it is
+	@$(progress_fn); \
+	echo "make run: the first build compiles the AWS SDK and the Lambda emulator: about 5 minutes on 2 cores; later ones take seconds"; \
+	$(foreach f,$(FUNCTIONS),progress "the $(f) function (build/local/$(f)/bootstrap)" env $(call go_build,$(f),$(HOST_GOOS),$(HOST_GOARCH),build/local/$(f)/bootstrap) && ) \
+	progress "the Lambda Runtime Interface Emulator ($(RIE))" env $(HOST_BUILD) -o $(RIE) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie && \
+	progress "the local stack (build/bin/local)" env $(HOST_BUILD) -o build/bin/local ./localtest/cmd/local
 	build/bin/local $(RUN_ARGS)
 
 deploy: ## sam build, then sam deploy with samconfig.toml's defaults (needs the SAM CLI and AWS credentials; not run in CI)

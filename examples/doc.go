@@ -10,5 +10,7 @@
 //   - container: a net/http server in a container (Middleware, lease
 //     renewal);
 //   - activity-payment: a workflow activity passing its key to a payment
-//     processor.
+//     processor;
+//   - race: duplicates racing as processes, a naive check beside the
+//     guard (make race).
 package examples

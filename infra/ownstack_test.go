@@ -3,6 +3,7 @@ package infra_test
 import (
 	"errors"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -110,7 +111,9 @@ func TestOwnStackValidates(t *testing.T) {
 }
 
 // TestLintRules: the library's cfn-lint rules flag each bad template in
-// infra/testdata/lint with its rule, and pass the good one.
+// infra/testdata/lint with its rule, exactly once, at the line of the
+// resource to fix and with the fix in the message, and pass the good ones
+// (a waiver included).
 func TestLintRules(t *testing.T) {
 	t.Parallel() // each starts Python: let two overlap
 	root, err := infra.ModuleRoot()
@@ -118,38 +121,78 @@ func TestLintRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "infra", "testdata", "lint")
-	bad := map[string]string{
-		"ttl-missing.yaml":   "E9101",
-		"guard-grants.yaml":  "E9102",
-		"reaper-grants.yaml": "E9102",
-		"public-url.yaml":    "E9103",
+	// Each bad template: its one finding's rule, and the resource whose
+	// line it points at.
+	bad := map[string]struct{ rule, resource string }{
+		"ttl-missing.yaml":    {"E9101", "Table"},
+		"guard-grants.yaml":   {"E9102", "Fn"},
+		"reaper-grants.yaml":  {"E9102", "Fn"},
+		"public-url.yaml":     {"E9103", "Fn"},
+		"describe-table.yaml": {"E9104", "Fn"},
+		"ref-index.yaml":      {"W9105", "Table"},
+		"large-grants.yaml":   {"E9106", "Fn"},
+		"crud-policy.yaml":    {"W9107", "Fn"},
+		"batch-failures.yaml": {"E9108", "Fn"},
+		"reaper-index.yaml":   {"E9109", "Table"},
 	}
-	paths := []string{filepath.Join(dir, "good.yaml")}
-	for name := range bad {
-		paths = append(paths, filepath.Join(dir, name))
+	good := []string{"good.yaml", "describe-table-waived.yaml"}
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(bad)+len(good) {
+		t.Errorf("%d templates in %s, want the %d this test knows", len(files), dir, len(bad)+len(good))
 	}
 	// One cfn-lint run for all: it is slow to start.
-	err = infra.Lint(t.Context(), root, paths...)
+	err = infra.Lint(t.Context(), root, files...)
 	needTools(t, err)
-	if !errors.Is(err, infra.ErrLint) {
+	var le *infra.LintError
+	if !errors.As(err, &le) || !errors.Is(err, infra.ErrLint) {
 		t.Fatalf("got %v, want lint findings", err)
 	}
-	report := err.Error()
-	// Each finding is "ID message\npath:line:col".
-	found := map[string][]string{}
-	lines := strings.Split(report, "\n")
-	for i := 0; i+1 < len(lines); i++ {
-		id, _, _ := strings.Cut(lines[i], " ")
-		if file := filepath.Base(strings.SplitN(lines[i+1], ":", 2)[0]); strings.HasSuffix(file, ".yaml") {
-			found[file] = append(found[file], id)
+	found := map[string][]infra.Finding{}
+	for _, f := range le.Findings {
+		found[filepath.Base(f.File)] = append(found[filepath.Base(f.File)], f)
+	}
+	for name, want := range bad {
+		fs := found[name]
+		if len(fs) != 1 || fs[0].Rule != want.rule {
+			t.Errorf("%s: got findings %v, want exactly one %s", name, fs, want.rule)
+			continue
+		}
+		if from, to := resourceLines(t, filepath.Join(dir, name), want.resource); fs[0].Line < from || fs[0].Line >= to {
+			t.Errorf("%s: %s at line %d, want one of resource %s's, %d to %d", name, want.rule, fs[0].Line, want.resource, from, to-1)
+		}
+		if !strings.Contains(fs[0].Message, "fix: ") && !strings.Contains(fs[0].Message, "; fix") {
+			t.Errorf("%s: %s names no fix: %s", name, want.rule, fs[0].Message)
 		}
 	}
-	for name, rule := range bad {
-		if len(found[name]) != 1 || found[name][0] != rule {
-			t.Errorf("%s: got findings %v, want exactly %s", name, found[name], rule)
+	for _, name := range good {
+		if len(found[name]) != 0 {
+			t.Errorf("%s: got findings %v, want none", name, found[name])
 		}
 	}
-	if len(found["good.yaml"]) != 0 {
-		t.Errorf("good.yaml: got findings %v, want none", found["good.yaml"])
+}
+
+// resourceLines returns the lines of resource id in the template at
+// path: from its own line to the next resource's (excluded).
+func resourceLines(t *testing.T, path, id string) (from, to int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		switch {
+		case line == "  "+id+":":
+			from = i + 1
+		case from > 0 && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(line, ":"):
+			return from, i + 1
+		}
+	}
+	if from == 0 {
+		t.Fatalf("%s has no resource %s", path, id)
+	}
+	return from, len(lines) + 1
 }

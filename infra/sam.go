@@ -99,52 +99,145 @@ func Transform(ctx context.Context, path string, opts TransformOptions) ([]byte,
 }
 
 // RulesDir is the directory, relative to the module root, of the
-// library's cfn-lint rules (Python): E9101 TTL enabled on expires_at of an
-// idempotency table, E9102 the grants the guard and the reaper need, E9103
-// a guarded function behind a Function URL with AuthType NONE. Lint
+// library's cfn-lint rules (Python; their docstring lists them: TTL,
+// grants from the permissions table PermissionsFile, public Function
+// URLs, DescribeTable, the ref and inflight indexes, large-response
+// grants, grants broader than dedupe calls, batch item failures). Lint
 // appends them to cfn-lint's own.
 const RulesDir = "infra/cfnlint"
+
+// Finding is one cfn-lint finding.
+type Finding struct {
+	// File, Line and Column locate it: the template as the caller named
+	// it, 1-based.
+	File         string
+	Line, Column int
+	// Rule is the rule's id, e.g. "E9102"; Level is "Error", "Warning"
+	// or "Informational".
+	Rule, Level string
+	// Message says what is wrong and, for the library's rules, the fix.
+	Message string
+}
+
+// String formats the finding as one line: "file:line:col: RULE message".
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s %s", f.File, f.Line, f.Column, f.Rule, f.Message)
+}
+
+// LintError is the error of Lint and Validate when cfn-lint reports
+// findings: each finding once, in file and line order. It wraps ErrLint.
+type LintError struct {
+	Findings []Finding
+}
+
+// Error lists the findings, one per line.
+func (e *LintError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d finding(s):", len(e.Findings))
+	for _, f := range e.Findings {
+		b.WriteString("\n")
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrLint.
+func (e *LintError) Unwrap() error { return ErrLint }
 
 // Lint runs cfn-lint on each template path, with the library's rules
 // (RulesDir), from dir so that its configuration file there
 // (.cfnlintrc.yaml) applies: every error, warning and informational
-// finding not waived there fails. The error carries
-// cfn-lint's report and wraps [ErrLint]; it wraps [ErrToolMissing] when
-// cfn-lint is not on PATH.
+// finding not waived there fails. cfn-lint applies the SAM transform
+// itself and reports a finding on what SAM generates at the line of the
+// template's resource. The error is a *LintError, which wraps ErrLint, when
+// there are findings; it wraps [ErrToolMissing] when cfn-lint is not on
+// PATH.
 func Lint(ctx context.Context, dir string, paths ...string) error {
 	if _, err := exec.LookPath("cfn-lint"); err != nil {
 		return fmt.Errorf("lint: %w: cfn-lint; %s", ErrToolMissing, ToolsHint)
 	}
 	abs := make([]string, len(paths))
+	given := map[string]string{}
 	for i, p := range paths {
 		var err error
 		if abs[i], err = filepath.Abs(p); err != nil {
 			return fmt.Errorf("lint %s: %w", p, err)
 		}
+		given[abs[i]] = p
 	}
-	args := []string{"--"}
+	args := []string{"--format", "json", "--"}
 	if root, err := ModuleRoot(); err == nil {
-		// The library's own rules (RulesDir): TTL, grants, public URLs.
-		args = []string{"--append-rules", filepath.Join(root, RulesDir), "--"}
+		// The library's own rules (RulesDir).
+		args = []string{"--append-rules", filepath.Join(root, RulesDir), "--format", "json", "--"}
 	}
 	cmd := exec.CommandContext(ctx, "cfn-lint", append(args, abs...)...)
 	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return fmt.Errorf("%w: cfn-lint %s (exit %d):\n%s", ErrLint, strings.Join(paths, " "), ee.ExitCode(), out)
-	case err != nil:
+	if err != nil && !errors.As(err, &ee) {
 		return fmt.Errorf("lint %s: %w", strings.Join(paths, " "), err)
+	}
+	var raw []struct {
+		Filename string
+		Level    string
+		Message  string
+		Location struct {
+			Start struct{ LineNumber, ColumnNumber int }
+		}
+		Rule struct{ Id string }
+	}
+	if jerr := json.Unmarshal(out, &raw); jerr != nil {
+		code := 0
+		if ee != nil {
+			code = ee.ExitCode()
+		}
+		return fmt.Errorf("%w: cfn-lint %s (exit %d) printed no report: %s%s", ErrLint, strings.Join(paths, " "), code, out, stderr.Bytes())
+	}
+	var findings []Finding
+	seen := map[Finding]bool{}
+	for _, r := range raw {
+		file, ok := given[r.Filename]
+		if !ok {
+			if a, err := filepath.Abs(filepath.Join(dir, r.Filename)); err == nil && given[a] != "" {
+				file = given[a]
+			} else {
+				file = r.Filename
+			}
+		}
+		f := Finding{File: file, Line: r.Location.Start.LineNumber, Column: r.Location.Start.ColumnNumber,
+			Rule: r.Rule.Id, Level: r.Level, Message: r.Message}
+		if !seen[f] {
+			seen[f] = true
+			findings = append(findings, f)
+		}
+	}
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Rule < b.Rule
+	})
+	if len(findings) > 0 {
+		return &LintError{Findings: findings}
+	}
+	if ee != nil {
+		return fmt.Errorf("%w: cfn-lint %s (exit %d) with no finding: %s", ErrLint, strings.Join(paths, " "), ee.ExitCode(), stderr.Bytes())
 	}
 	return nil
 }
 
 // Validate checks the template at path with AWS's own tools, as `make
 // validate` does: `sam validate --lint` when the SAM CLI is on PATH,
-// otherwise [Lint] on the template and on its offline SAM transform, which
-// it writes to transformed (a path; empty means a temporary file, removed
-// afterwards). It returns what it ran, one line per command.
+// otherwise the offline SAM transform (which it writes to transformed: a
+// path; empty means a temporary file, removed afterwards), and in both
+// cases [Lint] of the template, whose error lists each finding once. It
+// returns what it ran, one line per command.
 func Validate(ctx context.Context, path, transformed string) ([]string, error) {
 	dir := filepath.Dir(path)
 	if _, err := exec.LookPath("sam"); err == nil {
@@ -163,6 +256,10 @@ func Validate(ctx context.Context, path, transformed string) ([]string, error) {
 		}
 		return ran, nil
 	}
+	// The transform proves the template transforms with the translator
+	// sam deploy uses, and leaves the result to read; cfn-lint lints the
+	// template itself, transformed its own way, so that each finding
+	// comes once and points at the template's own line.
 	out, err := Transform(ctx, path, TransformOptions{})
 	if err != nil {
 		return nil, err
@@ -182,12 +279,12 @@ func Validate(ctx context.Context, path, transformed string) ([]string, error) {
 	if err := os.WriteFile(transformed, out, 0o644); err != nil {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
 	}
-	if err := Lint(ctx, dir, path, transformed); err != nil {
+	if err := Lint(ctx, dir, path); err != nil {
 		return nil, err
 	}
 	return []string{
 		"python3 " + TransformScript + " " + path + " > " + transformed,
-		"cfn-lint --append-rules " + RulesDir + " -- " + path + " " + transformed,
+		"cfn-lint --append-rules " + RulesDir + " -- " + path,
 	}, nil
 }
 

@@ -75,15 +75,8 @@ func jsonString(t *testing.T, v any) string {
 	return string(b)
 }
 
-func TestValidate(t *testing.T) {
-	t.Parallel() // each starts Python: let two overlap
-	ran, err := infra.Validate(t.Context(), templatePath, filepath.Join(t.TempDir(), "transformed.json"))
-	needTools(t, err)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("ran: %q", ran)
-}
+// make validate's run on template.yaml is infra/cmd/validate's
+// TestValidate.
 
 func TestLintFails(t *testing.T) {
 	t.Parallel() // each starts Python: let two overlap

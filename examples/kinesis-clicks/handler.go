@@ -25,10 +25,18 @@ type Handler struct {
 	Count func(context.Context, Click) error
 	// Duplicates, when set, is incremented for every duplicate record.
 	Duplicates *int
+	// ReportBatchItemFailures says that the event source mapping has
+	// FunctionResponseTypes [ReportBatchItemFailures]: a failed record is
+	// then the checkpoint the shard is retried from. Without it a failed
+	// record fails the whole batch, retried from its start (the records
+	// counted before are duplicates then).
+	ReportBatchItemFailures bool
 }
 
 // Handle processes one Kinesis batch. The first record that fails is the
-// checkpoint Lambda retries the shard from; the ones after it wait.
+// checkpoint Lambda retries the shard from (or, without
+// ReportBatchItemFailures, the whole batch is retried); the ones after it
+// wait.
 func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	cfg := &dedupe.KinesisConfig{
 		Key: func(r events.KinesisEventRecord) string {
@@ -46,6 +54,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.Ki
 				*h.Duplicates++
 			}
 		},
+		ReportBatchItemFailures: h.ReportBatchItemFailures,
 	}
 	return dedupe.KinesisBatch(ctx, h.Guard, ev, cfg, func(ctx context.Context, r events.KinesisEventRecord) error {
 		var c Click
@@ -53,5 +62,5 @@ func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.Ki
 			return err
 		}
 		return h.Count(ctx, c)
-	}), nil
+	})
 }

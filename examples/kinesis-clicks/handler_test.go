@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -19,32 +20,45 @@ func rec(seq, data string) events.KinesisEventRecord {
 }
 
 func TestHandle(t *testing.T) {
+	batch := []events.KinesisEventRecord{
+		rec("1", `{"clickId":"c-1","page":"/","at":"10:00"}`),
+		rec("2", `{"clickId":"c-2","page":"/buy","at":"10:01"}`),
+		rec("3", `{"clickId":"c-1","page":"/","at":"10:02"}`), // the producer re-put c-1
+	}
 	exampletest.ForEachStore(t, func(t *testing.T, store dedupe.Store) {
-		var counted []string
-		dups := 0
-		down := true
-		h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Prefix: "clicks-" + rand.Text()}), Duplicates: &dups,
-			Count: func(_ context.Context, c Click) error {
-				if down && c.ID == "c-2" {
-					return errors.New("counter unavailable")
+		for _, report := range []bool{true, false} {
+			t.Run(fmt.Sprintf("ReportBatchItemFailures=%v", report), func(t *testing.T) {
+				var counted []string
+				dups := 0
+				down := true
+				h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Prefix: "clicks-" + rand.Text()}), Duplicates: &dups,
+					ReportBatchItemFailures: report,
+					Count: func(_ context.Context, c Click) error {
+						if down && c.ID == "c-2" {
+							return errors.New("counter unavailable")
+						}
+						counted = append(counted, c.ID)
+						return nil
+					}}
+				ctx := context.Background()
+				resp, err := h.Handle(ctx, events.KinesisEvent{Records: batch})
+				if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
+					t.Errorf("failures = %+v, want the checkpoint 2", resp.BatchItemFailures)
 				}
-				counted = append(counted, c.ID)
-				return nil
-			}}
-		batch := events.KinesisEvent{Records: []events.KinesisEventRecord{
-			rec("1", `{"clickId":"c-1","page":"/","at":"10:00"}`),
-			rec("2", `{"clickId":"c-2","page":"/buy","at":"10:01"}`),
-			rec("3", `{"clickId":"c-1","page":"/","at":"10:02"}`), // the producer re-put c-1
-		}}
-		ctx := context.Background()
-		resp, _ := h.Handle(ctx, batch)
-		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
-			t.Errorf("failures = %+v, want the checkpoint 2", resp.BatchItemFailures)
-		}
-		down = false
-		resp, _ = h.Handle(ctx, events.KinesisEvent{Records: batch.Records[1:]}) // Lambda retries from 2
-		if len(resp.BatchItemFailures) != 0 || !slices.Equal(counted, []string{"c-1", "c-2"}) || dups != 1 {
-			t.Errorf("after the retry: failures %+v, counted %v, %d duplicates; want none, [c-1 c-2], 1", resp.BatchItemFailures, counted, dups)
+				if report && err != nil || !report && !errors.Is(err, dedupe.ErrBatchFailed) {
+					t.Fatalf("error %v with ReportBatchItemFailures %v", err, report)
+				}
+				down = false
+				retry := batch[1:] // Lambda retries from 2
+				wantDups := 1
+				if !report {
+					retry, wantDups = batch, 2 // the whole batch: c-1 again too
+				}
+				resp, err = h.Handle(ctx, events.KinesisEvent{Records: retry})
+				if len(resp.BatchItemFailures) != 0 || err != nil || !slices.Equal(counted, []string{"c-1", "c-2"}) || dups != wantDups {
+					t.Errorf("after the retry: failures %+v, %v, counted %v, %d duplicates; want none, [c-1 c-2], %d", resp.BatchItemFailures, err, counted, dups, wantDups)
+				}
+			})
 		}
 	})
 }

@@ -1,6 +1,7 @@
 // Command kinesis-clicks counts each click event once from a Kinesis
-// stream (see handler.go). Set IDEMPOTENCY_TABLE, and enable
-// ReportBatchItemFailures on the event source mapping.
+// stream (see handler.go). Set IDEMPOTENCY_TABLE, and give its Kinesis
+// event source mapping FunctionResponseTypes [ReportBatchItemFailures],
+// which Handler's ReportBatchItemFailures asserts.
 package main
 
 import (
@@ -28,6 +29,7 @@ func main() {
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Logger: logger}),
-		Count: func(_ context.Context, c Click) error { logger.Info("click", "id", c.ID, "page", c.Page); return nil }}
+		Count:                   func(_ context.Context, c Click) error { logger.Info("click", "id", c.ID, "page", c.Page); return nil },
+		ReportBatchItemFailures: true} // the mapping reports them: see the package doc
 	lambda.Start(h.Handle)
 }

@@ -30,6 +30,13 @@ type Handler struct {
 	Ship  func(context.Context, Order) error
 	// OnItem, when set, sees every message's outcome (metrics, tests).
 	OnItem func(dedupe.ItemOutcome)
+	// ReportBatchItemFailures says that the event source mapping has
+	// FunctionResponseTypes [ReportBatchItemFailures]: only the failed
+	// messages are then delivered again. Without it a failed message
+	// fails the whole batch: every message comes back, and those shipped
+	// are duplicates, not shipped twice. Set it only with the mapping's
+	// setting (make validate flags a mapping without it: E9108).
+	ReportBatchItemFailures bool
 }
 
 // Handle processes one SQS batch.
@@ -45,7 +52,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		Fingerprint: func(m events.SQSMessage) ([]byte, error) {
 			return dedupe.JSONFields([]byte(m.Body), "orderId", "items")
 		},
-		OnItem: h.OnItem,
+		OnItem:                  h.OnItem,
+		ReportBatchItemFailures: h.ReportBatchItemFailures,
 	}
 	return dedupe.SQSBatch(ctx, h.Guard, ev, cfg, func(ctx context.Context, m events.SQSMessage) error {
 		var o Order
@@ -53,5 +61,5 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			return err
 		}
 		return h.Ship(ctx, o)
-	}), nil
+	})
 }

@@ -1,7 +1,9 @@
 // Command sqs-orders is an SQS consumer that ships each order once, keyed
 // by the order ID in the message body (see handler.go). Set
-// IDEMPOTENCY_TABLE, and enable ReportBatchItemFailures on the event
-// source mapping.
+// IDEMPOTENCY_TABLE, and give its SQS event source mapping
+// FunctionResponseTypes [ReportBatchItemFailures], which Handler's
+// ReportBatchItemFailures asserts (in SAM, on the function's SQS event:
+// FunctionResponseTypes: [ReportBatchItemFailures]).
 package main
 
 import (
@@ -28,7 +30,8 @@ func main() {
 		log.Fatalf("sqs-orders: %v", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Logger: logger}), Ship: logShipment(logger)}
+	h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Logger: logger}), Ship: logShipment(logger),
+		ReportBatchItemFailures: true} // the mapping reports them: see the package doc
 	lambda.Start(h.Handle)
 }
 

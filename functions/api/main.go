@@ -16,6 +16,11 @@ import (
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 )
 
+// duplicateWait is how long a duplicate of a request in flight waits for
+// its result (Config.Wait) before it gets 409: docs/getting-started.md
+// says what it means for tok_slow.
+const duplicateWait = 2 * time.Second
+
 func main() {
 	s, err := loadSettings(os.Getenv)
 	if err != nil {
@@ -37,6 +42,6 @@ func main() {
 	}
 	lambda.Start(api.Handler(dedupe.New(store, &dedupe.Config{
 		Retention: s.Retention, Logger: logger,
-		Metrics: &dedupe.EMF{W: os.Stdout}, Wait: 2 * time.Second, Cache: dedupe.NewCache(0, 0),
+		Metrics: &dedupe.EMF{W: os.Stdout}, Wait: duplicateWait, Cache: dedupe.NewCache(0, 0),
 	})))
 }

@@ -14,43 +14,68 @@ import (
 	"github.com/lambda-dedupe/dedupe/internal/goflavour"
 )
 
-// block is one ```go block of a Markdown file.
+// block is one fenced block of a Markdown file.
 type block struct {
 	file string // relative to the module root
 	line int    // of the opening fence
-	code string
+	lang string // the fence's info string, e.g. "go"
+	code string // dedented by the fence's indentation
 }
 
 // goBlocks returns the ```go blocks of the Markdown file at path.
 func goBlocks(root, rel string) ([]block, error) {
+	return blocks(root, rel, "go")
+}
+
+// blocks returns the fenced blocks of language lang of the Markdown file
+// rel under root. A block inside a list item (its fence indented) is
+// dedented by its fence's indentation.
+func blocks(root, rel, lang string) ([]block, error) {
 	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
 		return nil, err
 	}
 	var out []block
 	var cur *block
+	var indent string
 	var buf strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
 		switch {
-		case cur == nil && strings.HasPrefix(trimmed, "```go") && strings.TrimSpace(strings.TrimPrefix(trimmed, "```go")) == "":
-			cur = &block{file: rel, line: n}
+		case cur == nil && strings.HasPrefix(trimmed, "```"+lang) && strings.TrimSpace(strings.TrimPrefix(trimmed, "```"+lang)) == "":
+			cur = &block{file: rel, line: n, lang: lang}
+			indent = line[:len(line)-len(strings.TrimLeft(line, " "))]
 			buf.Reset()
 		case cur != nil && trimmed == "```":
 			cur.code = buf.String()
 			out = append(out, *cur)
 			cur = nil
 		case cur != nil:
-			buf.WriteString(line)
+			buf.WriteString(strings.TrimPrefix(line, indent))
 			buf.WriteByte('\n')
 		}
 	}
 	if cur != nil {
-		return nil, fmt.Errorf("%s:%d: unterminated ```go block", rel, cur.line)
+		return nil, fmt.Errorf("%s:%d: unterminated ```%s block", rel, cur.line, lang)
 	}
 	return out, sc.Err()
+}
+
+// docFiles returns README.md and docs/*.md, relative to root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	files := []string{"README.md"}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		rel, _ := filepath.Rel(root, p)
+		files = append(files, rel)
+	}
+	return files
 }
 
 // TestDocsCompile writes every ```go block of README.md and docs/*.md into
@@ -62,15 +87,7 @@ func TestDocsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"README.md"}
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pages {
-		rel, _ := filepath.Rel(root, p)
-		files = append(files, rel)
-	}
+	files := docFiles(t, root)
 	// A directory whose name starts with "_" is inside the module, so the
 	// blocks import its packages, but no ./... pattern matches it.
 	dir, err := os.MkdirTemp(root, "_doccheck-")

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +18,11 @@ import (
 
 // TestGuardCapacity pins the capacity units of one guarded request, by
 // AWS's rules, in both modes: the in-flight index costs a write on the
-// claim and one on the completion, and Lean writes neither.
+// claim and one on the completion, and Lean writes neither. The figures
+// docs/cost.md states (its per-request table, the one statement of them)
+// and docs/compared.md repeats must be these.
 func TestGuardCapacity(t *testing.T) {
+	doc := costDoc(t)
 	client := dynamotest.Client(t)
 	table := dynamotest.IdempotencyTable(t, client)
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -72,6 +78,55 @@ func TestGuardCapacity(t *testing.T) {
 			if got := m.Units(); got != tt.conflict {
 				t.Errorf("conflict: got %+v, want %+v", got, tt.conflict)
 			}
+			col := 0
+			if tt.lean {
+				col = 1
+			}
+			for scenario, want := range map[string]string{
+				"fresh":    fmt.Sprintf("%g + %g = **%g**", tt.fresh.Write, tt.fresh.IndexWrite, tt.fresh.Write+tt.fresh.IndexWrite),
+				"replay":   fmt.Sprintf("%g", tt.replay.Write+tt.replay.IndexWrite),
+				"conflict": fmt.Sprintf("%g", tt.conflict.Write+tt.conflict.IndexWrite),
+			} {
+				if got := doc[scenario][col]; got != want {
+					t.Errorf("docs/cost.md says %q for a %s request (%s), the store costs %q", got, scenario, name, want)
+				}
+			}
 		})
 	}
+	// docs/compared.md repeats them, with a link.
+	page, err := os.ReadFile("../../docs/compared.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("| %g (%g with `Lean`); replay %g; conflict %g ([cost.md](cost.md)) |",
+		tests[0].fresh.Write+tests[0].fresh.IndexWrite, tests[1].fresh.Write+tests[1].fresh.IndexWrite, tests[0].replay.Write, tests[0].conflict.Write)
+	if !strings.Contains(string(page), want) {
+		t.Errorf("docs/compared.md does not say %q", want)
+	}
+}
+
+// costDoc reads docs/cost.md's per-request table: scenario (fresh,
+// replay, conflict) to its default and Lean cells.
+func costDoc(t *testing.T) map[string][2]string {
+	t.Helper()
+	page, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][2]string{}
+	for _, line := range strings.Split(string(page), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 4 {
+			continue
+		}
+		for _, scenario := range []string{"fresh", "replay", "conflict"} {
+			if strings.HasPrefix(cells[0], scenario+" ") || strings.HasPrefix(cells[0], scenario+",") {
+				out[scenario] = [2]string{cells[1], cells[2]}
+			}
+		}
+	}
+	if len(out) != 3 {
+		t.Fatalf("docs/cost.md's per-request table: found %v, want the fresh, replay and conflict rows", out)
+	}
+	return out
 }

@@ -2,9 +2,10 @@
 // endpoint share: a client for the test endpoint ([Client]), and the tables
 // of template.yaml created under names unique to the test and deleted when
 // it ends ([CreateTables]), so that tests run on the deployed schema and
-// never see each other's items. Outside this repository, where there is
-// no template.yaml, [IdempotencyTable] creates the idempotency table from
-// the schema built into pkg/dynamostore (dynamostore.TableInput).
+// never see each other's items. [IdempotencyTable] creates the
+// idempotency table from the schema built into pkg/dynamostore
+// (dynamostore.TableInput) and reads no template: it is the one for tests
+// in other modules, whatever their template.yaml declares.
 //
 // From another module, start a local server with withdynalite (see
 // localtest/cmd/withdynalite: -dynalite or DYNALITE_BIN name a dynalite

@@ -102,39 +102,57 @@ func CreateTables(t testing.TB, c *dynamodb.Client, logicalIDs ...string) map[st
 		names[id] = UniqueName(id)
 	}
 	tbls := tables(t, names, logicalIDs)
-	if tbls == nil {
+	if tbls == nil || !create(t, c, tbls) {
 		return nil
 	}
+	return names
+}
+
+// create creates tbls on c's endpoint and waits until they are ACTIVE,
+// deleting them when the test ends. It fails t, and returns false, when
+// that does not succeed within createTimeout.
+func create(t testing.TB, c *dynamodb.Client, tbls []infra.Table) bool {
+	t.Helper()
 	// Registered first, so that a table created before a failure goes too.
 	t.Cleanup(func() {
-		for _, id := range logicalIDs {
-			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(names[id])})
+		for _, tb := range tbls {
+			_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: tb.Input.TableName})
 		}
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), createTimeout)
 	defer cancel()
 	if _, err := infra.EnsureTables(ctx, c, tbls); err != nil {
+		names := make([]string, len(tbls))
+		for i, tb := range tbls {
+			names[i] = aws.ToString(tb.Input.TableName)
+		}
 		t.Fatalf("dynamotest: create tables %v: %v", names, err)
-		return nil
+		return false
 	}
-	return names
+	return true
 }
 
 // IdempotencyTableID is the logical id of the idempotency table in
 // template.yaml, and the one table CreateTables creates without it.
 const IdempotencyTableID = "IdempotencyTable"
 
-// IdempotencyTable creates an idempotency table with the schema of
-// dynamostore.TableInput (the template's, with TTL on expires_at) on c's
-// endpoint under a UniqueName, waits until it is ACTIVE and returns its
-// name; the table is deleted when the test ends. It needs no template, so
-// tests in other modules can use it:
+// IdempotencyTable creates an idempotency table with the schema built into
+// pkg/dynamostore (dynamostore.TableInput, with TTL on expires_at: the
+// schema of this repository's template.yaml, which a test holds it to) on
+// c's endpoint under a UniqueName, waits until it is ACTIVE and returns
+// its name; the table is deleted when the test ends. It never reads a
+// template, so it works in any module and beside any template.yaml:
 //
 //	client := dynamotest.Client(t)
 //	store, err := dynamostore.New(client, dynamostore.Options{Table: dynamotest.IdempotencyTable(t, client)})
 func IdempotencyTable(t testing.TB, c *dynamodb.Client) string {
 	t.Helper()
-	return CreateTables(t, c, IdempotencyTableID)[IdempotencyTableID]
+	name := UniqueName(IdempotencyTableID)
+	tbls := builtinTables(map[string]string{IdempotencyTableID: name}, []string{IdempotencyTableID})
+	if !create(t, c, tbls) {
+		return ""
+	}
+	return name
 }
 
 // builtinTables returns the built-in tables for logicalIDs, or nil when

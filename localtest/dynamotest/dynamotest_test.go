@@ -3,6 +3,8 @@ package dynamotest_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -122,5 +124,55 @@ func TestIdempotencyTableWithoutTemplate(t *testing.T) {
 	dynamotest.CreateTables(f, client, "PaymentsTable")
 	if f.failed == "" {
 		t.Errorf("CreateTables(PaymentsTable) without a template did not fail")
+	}
+}
+
+// A user's SAM project has a template.yaml of its own, which declares no
+// IdempotencyTable (or names it otherwise) and may have parameters
+// without defaults: IdempotencyTable reads none of it.
+func TestIdempotencyTableInAnotherSAMProject(t *testing.T) {
+	client := dynamotest.Client(t)
+	templates := map[string]string{
+		"a parameter without default": `AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Parameters:
+  Subnets:
+    Type: List<AWS::EC2::Subnet::Id>
+Resources:
+  Orders:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{AttributeName: id, AttributeType: S}]
+      KeySchema: [{AttributeName: id, KeyType: HASH}]
+`,
+		"no IdempotencyTable": `Resources:
+  Dedupe:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      BillingMode: PAY_PER_REQUEST
+      AttributeDefinitions: [{AttributeName: k, AttributeType: S}]
+      KeySchema: [{AttributeName: k, KeyType: HASH}]
+`,
+		"not a template": "{{ not yaml",
+	}
+	for name, tpl := range templates {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for file, body := range map[string]string{"go.mod": "module example.com/orders\n\ngo 1.26\n", "template.yaml": tpl} {
+				if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(dir)
+			table := dynamotest.IdempotencyTable(t, client)
+			out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+			if err != nil {
+				t.Fatalf("DescribeTable(%q): %v", table, err)
+			}
+			if got := aws.ToString(out.Table.KeySchema[0].AttributeName); got != "pk" || len(out.Table.GlobalSecondaryIndexes) != 2 {
+				t.Errorf("table %s: key %q and %d indexes; want pk, with the inflight and ref indexes", table, got, len(out.Table.GlobalSecondaryIndexes))
+			}
+		})
 	}
 }

@@ -16,16 +16,18 @@ import (
 // implement beside Store.
 
 // ScopeKey returns the key the HTTP adapters pass to the guard for the
-// client key key, used by principal (as HTTPConfig.Principal returns it,
-// "" for the shared scope) on route ("POST /payments") of the deployment
-// api ("http:<api id>/<stage>", "rest:<api id>/<stage>",
-// "url:<domain>"). It is the adapters' own function:
+// client key key, used by principal (as HTTPConfig.Principal returns it)
+// on route ("POST /payments") of the deployment api ("http:<api
+// id>/<stage>", "rest:<api id>/<stage>", "url:<domain>"). It is the
+// adapters' own function:
 //
-//	<api>|<route>|<principal hash or ->|<key>
+//	<api>|<route>|<principal hash, or - for the shared scope>|<key>
 //
 // with '%' and '|' percent-escaped in api, route and key, and principal
-// replaced by the first 16 bytes of its SHA-256 in hex. The store's key is
-// StoreKey of this.
+// replaced by the first 16 bytes of its SHA-256 in hex. The shared scope
+// (HTTPConfig.SharedScope) is principal "", which the key writes as "-";
+// a principal "-" is a principal like any other, hashed. The store's key
+// is StoreKey of this.
 func ScopeKey(api, route, principal, key string) string {
 	return scopeKey(api, route, principal, key)
 }

@@ -132,3 +132,16 @@ func TestValidRef(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeKeySharedScope: the shared scope is principal "", which the
+// key writes as "-"; a principal "-" is hashed like any other, so a
+// caller who passes the "-" they see in a key gets another key.
+func TestScopeKeySharedScope(t *testing.T) {
+	shared := dedupe.ScopeKey("http:api/prod", "POST /payments", "", "order-42")
+	if want := "http:api/prod|POST /payments|-|order-42"; shared != want {
+		t.Errorf("ScopeKey with principal \"\" = %q, want %q", shared, want)
+	}
+	if dash := dedupe.ScopeKey("http:api/prod", "POST /payments", "-", "order-42"); dash == shared {
+		t.Errorf("ScopeKey with principal \"-\" = %q, the shared scope's key", dash)
+	}
+}

@@ -93,6 +93,21 @@ func newBatchCore(g *Guard, log *slog.Logger, onItem func(ItemOutcome), stream b
 	return batchCore{g: g, log: log, onItem: onItem, stream: stream}
 }
 
+// batchResult is the error a batch adapter returns for the failed item IDs of a
+// batch of n items: with reportItems (the config's
+// ReportBatchItemFailures), the IDs alone, for a partial batch response;
+// without it, the IDs and, when there is one, an error wrapping
+// ErrBatchFailed, which fails the whole batch. The error names counts
+// only, never a key or a value.
+func batchResult(failed []string, n int, what string, reportItems bool) error {
+	if len(failed) == 0 || reportItems {
+		return nil
+	}
+	return fmt.Errorf("%d of %d %s failed; the whole batch fails so that none is lost "+
+		"(set ReportBatchItemFailures in the adapter's config once the event source mapping has FunctionResponseTypes [ReportBatchItemFailures], "+
+		"to retry only those): %w", len(failed), n, what, ErrBatchFailed)
+}
+
 // run processes n items and returns the IDs to report as failed.
 func (b batchCore) run(ctx context.Context, n int, item func(int) batchItem, fn func(context.Context, int) error) []string {
 	failures := []string{}
@@ -207,16 +222,29 @@ type KinesisConfig struct {
 	// whose producers use the same keys never answer each other; a record
 	// without an ARN is then failed (ErrNoEventSource).
 	ShareSources bool
+	// ReportBatchItemFailures asserts that the event source mapping has
+	// FunctionResponseTypes [ReportBatchItemFailures]: KinesisBatch then
+	// answers a failed record with a partial batch response (the record
+	// to retry from) and a nil error. Without it (false), Lambda would
+	// ignore such a response and the failed record would be lost, so a
+	// failed record returns ErrBatchFailed, which fails the whole batch:
+	// it is retried, and the records processed before it replay.
+	ReportBatchItemFailures bool
 }
 
-// KinesisBatch runs fn at most once per record key of a Kinesis batch
-// and reports the record to retry from as a partial batch failure.
-// Enable ReportBatchItemFailures on the event source mapping and return
-// the response from the handler:
+// KinesisBatch runs fn at most once per record key of a Kinesis batch.
+// Return what it returns from the handler:
 //
 //	func handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-//		return dedupe.KinesisBatch(ctx, g, ev, nil, process), nil
+//		return dedupe.KinesisBatch(ctx, g, ev, nil, process)
 //	}
+//
+// When a record fails, the error wraps ErrBatchFailed and Lambda retries
+// the whole batch, unless the config's ReportBatchItemFailures asserts
+// that the event source mapping reports batch item failures: then the
+// response names the record to retry from and the error is nil. Either
+// way no record is lost. The response lists the failed record in both
+// modes.
 //
 // Records are processed in order. A shard is ordered, and Lambda retries
 // a stream batch from the lowest sequence number reported, so the first
@@ -225,7 +253,7 @@ type KinesisConfig struct {
 // that were processed before a retry are duplicates then and do not run
 // again. What fails a record is what fails an SQS message (see SQSBatch).
 // A panic in fn is re-raised after its key is released.
-func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) events.KinesisEventResponse {
+func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) (events.KinesisEventResponse, error) {
 	var c KinesisConfig
 	if cfg != nil {
 		c = *cfg
@@ -248,7 +276,7 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 	for _, id := range failed {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: id})
 	}
-	return resp
+	return resp, batchResult(failed, len(recs), "records", c.ReportBatchItemFailures)
 }
 
 // DynamoDBConfig configures DynamoDBBatch. The zero value (or a nil
@@ -273,17 +301,22 @@ type DynamoDBConfig struct {
 	// (false) a key is scoped by the record's event source ARN; a record
 	// without one is failed (ErrNoEventSource).
 	ShareSources bool
+	// ReportBatchItemFailures asserts that the event source mapping has
+	// FunctionResponseTypes [ReportBatchItemFailures], as
+	// KinesisConfig.ReportBatchItemFailures does for KinesisBatch.
+	ReportBatchItemFailures bool
 }
 
 // DynamoDBBatch is KinesisBatch for DynamoDB Streams: it runs fn at most
-// once per record key and reports the first failed record (by its
-// sequence number) so the stream retries from it; the records after it
-// are skipped and delivered again.
+// once per record key; the first failed record (by its sequence number)
+// fails the whole batch (ErrBatchFailed), or, with
+// DynamoDBConfig.ReportBatchItemFailures, is reported so that the stream
+// retries from it; the records after it are skipped and delivered again.
 //
 //	func handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-//		return dedupe.DynamoDBBatch(ctx, g, ev, nil, process), nil
+//		return dedupe.DynamoDBBatch(ctx, g, ev, nil, process)
 //	}
-func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) events.DynamoDBEventResponse {
+func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) (events.DynamoDBEventResponse, error) {
 	var c DynamoDBConfig
 	if cfg != nil {
 		c = *cfg
@@ -306,7 +339,7 @@ func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *
 	for _, id := range failed {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: id})
 	}
-	return resp
+	return resp, batchResult(failed, len(recs), "records", c.ReportBatchItemFailures)
 }
 
 // defaultDynamoDBFingerprint is the default DynamoDBConfig.Fingerprint.

@@ -15,7 +15,7 @@ import (
 type Claim struct {
 	// Key is the key the store holds, in Guard.Key form: the guard's
 	// prefix, "#" and the call's key (for the HTTP adapters the scoped
-	// key, see the README's "The key's scope"). It may carry personal
+	// key, see docs/http.md, "The key's scope"). It may carry personal
 	// data: never log it, log Ref.
 	Key string
 	// Ref is KeyRef(Key), for logs.

@@ -88,15 +88,32 @@ type SQSConfig struct {
 	// changes between a producer's retries, which would run them twice;
 	// key by a tenant field in Key when queues are shared by tenants.
 	ShareSources bool
+
+	// ReportBatchItemFailures asserts that the event source mapping has
+	// FunctionResponseTypes [ReportBatchItemFailures]: SQSBatch then
+	// answers failed messages with a partial batch response and a nil
+	// error, and only they are delivered again. Without it (false),
+	// Lambda would ignore such a response and delete the failed messages
+	// as if processed, so any failed message returns ErrBatchFailed, which
+	// fails the whole batch: every message is delivered again, and those
+	// processed are duplicates then (fn does not run again). Set it only
+	// with the mapping's setting: with it but without the setting, failed
+	// messages are lost (make validate flags such a mapping: E9108).
+	ReportBatchItemFailures bool
 }
 
-// SQSBatch runs fn at most once per message key and reports the messages
-// to retry as partial batch failures. Enable ReportBatchItemFailures on
-// the event source mapping, and return the response from the handler:
+// SQSBatch runs fn at most once per message key. Return what it returns
+// from the handler:
 //
 //	func handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-//		return dedupe.SQSBatch(ctx, g, ev, nil, process), nil
+//		return dedupe.SQSBatch(ctx, g, ev, nil, process)
 //	}
+//
+// When a message fails, the error wraps ErrBatchFailed and Lambda fails
+// the whole batch, unless SQSConfig.ReportBatchItemFailures asserts that
+// the event source mapping reports batch item failures: then the response
+// lists the messages to retry and the error is nil. Either way no message
+// is lost. The response lists the failed messages in both modes.
 //
 // Messages are processed one after another, in order. The message body is
 // fingerprinted (CanonicalJSON when it is JSON) unless
@@ -114,7 +131,7 @@ type SQSConfig struct {
 // their FIFO MessageDeduplicationId. A panic in fn is re-raised after its key is
 // released, failing the whole batch. SQSConfig.OnItem sees every
 // message's ItemOutcome.
-func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
+func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) (events.SQSEventResponse, error) {
 	var c SQSConfig
 	if cfg != nil {
 		c = *cfg
@@ -138,7 +155,7 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 	for _, id := range failed {
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 	}
-	return resp
+	return resp, batchResult(failed, len(msgs), "messages", c.ReportBatchItemFailures)
 }
 
 // defaultSQSKey is the default SQSConfig.Key.

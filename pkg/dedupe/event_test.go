@@ -3,8 +3,10 @@ package dedupe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -103,10 +105,16 @@ func sqsFixture(t *testing.T) events.SQSEvent {
 	return ev
 }
 
-func failedIDs(r events.SQSEventResponse) []string {
+// failedIDs returns the IDs a batch's response reports, and holds the
+// adapters' rule: without ReportBatchItemFailures, an error wrapping
+// ErrBatchFailed comes with the failures, and none without.
+func failedIDs(r events.SQSEventResponse, err error) []string {
 	var ids []string
 	for _, f := range r.BatchItemFailures {
 		ids = append(ids, f.ItemIdentifier)
+	}
+	if (len(ids) > 0) != errors.Is(err, dedupe.ErrBatchFailed) {
+		panic(fmt.Sprintf("SQSBatch reported failures %v with error %v: want ErrBatchFailed exactly when an item failed", ids, err))
 	}
 	return ids
 }
@@ -157,16 +165,17 @@ func TestSQSBatch(t *testing.T) {
 	t.Run("in-progress message is retried later", func(t *testing.T) {
 		g := dedupe.New(memstore.New(), nil)
 		var inner events.SQSEventResponse
+		var innerErr error
 		nested := false
 		fn := func(ctx context.Context, m events.SQSMessage) error {
 			if m.MessageId == id1 && !nested {
 				nested = true
-				inner = dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+				inner, innerErr = dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
 			}
 			return nil
 		}
 		dedupe.SQSBatch(ctx, g, ev, nil, fn)
-		if got := failedIDs(inner); !slices.Equal(got, []string{id1}) {
+		if got := failedIDs(inner, innerErr); !slices.Equal(got, []string{id1}) {
 			t.Errorf("concurrent delivery failures = %v, want [%s]", got, id1)
 		}
 	})
@@ -218,4 +227,59 @@ func TestSQSBatch(t *testing.T) {
 			t.Errorf("failures = %v after %d calls, want [%s] after 1", got, calls, id2)
 		}
 	})
+}
+
+// TestBatchFailsWhole: without ReportBatchItemFailures every batch
+// adapter fails the whole batch (an error wrapping ErrBatchFailed, which
+// names no key or body) when an item failed, so that no message is lost
+// to a mapping that ignores partial responses; with it, the error is nil
+// and the response alone reports the item.
+func TestBatchFailsWhole(t *testing.T) {
+	const secret = "order-secret-42"
+	fail := errors.New("downstream down")
+	for _, report := range []bool{false, true} {
+		for _, tt := range []struct {
+			name string
+			run  func(g *dedupe.Guard, failing bool) (failures int, err error)
+		}{
+			{"SQS", func(g *dedupe.Guard, failing bool) (int, error) {
+				ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: secret, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}}}
+				resp, err := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ReportBatchItemFailures: report},
+					func(context.Context, events.SQSMessage) error { return map[bool]error{true: fail}[failing] })
+				return len(resp.BatchItemFailures), err
+			}},
+			{"Kinesis", func(g *dedupe.Guard, failing bool) (int, error) {
+				ev := events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: secret, EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s",
+					Kinesis: events.KinesisRecord{SequenceNumber: "1", Data: []byte(secret)}}}}
+				resp, err := dedupe.KinesisBatch(context.Background(), g, ev, &dedupe.KinesisConfig{ReportBatchItemFailures: report},
+					func(context.Context, events.KinesisEventRecord) error { return map[bool]error{true: fail}[failing] })
+				return len(resp.BatchItemFailures), err
+			}},
+			{"DynamoDB", func(g *dedupe.Guard, failing bool) (int, error) {
+				ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: secret, EventSourceArn: "arn:aws:dynamodb:eu-west-1:1:table/t/stream/x",
+					Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}}
+				resp, err := dedupe.DynamoDBBatch(context.Background(), g, ev, &dedupe.DynamoDBConfig{ReportBatchItemFailures: report},
+					func(context.Context, events.DynamoDBEventRecord) error { return map[bool]error{true: fail}[failing] })
+				return len(resp.BatchItemFailures), err
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s/ReportBatchItemFailures=%v", tt.name, report), func(t *testing.T) {
+				g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "whole"})
+				n, err := tt.run(g, true)
+				switch {
+				case n != 1:
+					t.Errorf("failing item: %d failures reported, want 1", n)
+				case !report && !errors.Is(err, dedupe.ErrBatchFailed):
+					t.Errorf("failing item: error %v, want ErrBatchFailed", err)
+				case !report && strings.Contains(err.Error(), secret):
+					t.Errorf("the error %q names the item's key or body", err)
+				case report && err != nil:
+					t.Errorf("failing item with ReportBatchItemFailures: error %v, want nil", err)
+				}
+				if n, err := tt.run(g, false); n != 0 || err != nil {
+					t.Errorf("the retry: %d failures, %v; want none", n, err)
+				}
+			})
+		}
+	}
 }

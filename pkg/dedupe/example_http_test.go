@@ -2,6 +2,7 @@ package dedupe_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,23 +120,59 @@ func ExampleRunJSON() {
 	// 1Z999 <nil>
 }
 
-// Process an SQS batch exactly once per message and report partial batch
-// failures (enable ReportBatchItemFailures on the event source mapping).
+// Process an SQS batch exactly once per message. A failed message fails
+// the whole batch (ErrBatchFailed), which is safe whether or not the event
+// source mapping reports batch item failures: SQS delivers every message
+// again, and the one already processed is a duplicate then.
 func ExampleSQSBatch() {
 	g := dedupe.New(memstore.New(), nil)
+	down := true
 	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		return dedupe.SQSBatch(ctx, g, ev, nil, func(ctx context.Context, m events.SQSMessage) error {
+			if down && m.MessageId == "m-2" {
+				return errors.New("warehouse unavailable")
+			}
 			fmt.Println("processing", m.Body)
 			return nil
-		}), nil
+		})
 	}
-	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1001"}`}}}
-	handler(context.Background(), ev)
-	resp, _ := handler(context.Background(), ev) // SQS delivered it again
-	fmt.Println("failures:", len(resp.BatchItemFailures))
+	arn := "arn:aws:sqs:eu-west-1:123456789012:orders"
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
+		{MessageId: "m-2", EventSourceARN: arn, Body: `{"orderId":"ord_1002"}`},
+	}}
+	_, err := handler(context.Background(), ev)
+	fmt.Println("batch failed:", errors.Is(err, dedupe.ErrBatchFailed))
+	down = false
+	_, err = handler(context.Background(), ev) // SQS delivered both again
+	fmt.Println("batch failed:", err != nil)
 	// Output:
 	// processing {"orderId":"ord_1001"}
-	// failures: 0
+	// batch failed: true
+	// processing {"orderId":"ord_1002"}
+	// batch failed: false
+}
+
+// With FunctionResponseTypes [ReportBatchItemFailures] on the event source
+// mapping, say so in the config: only the failed messages are reported,
+// in a partial batch response, and delivered again.
+func ExampleSQSConfig_reportBatchItemFailures() {
+	g := dedupe.New(memstore.New(), nil)
+	cfg := &dedupe.SQSConfig{ReportBatchItemFailures: true} // the mapping reports them
+	arn := "arn:aws:sqs:eu-west-1:123456789012:orders"
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
+		{MessageId: "m-2", EventSourceARN: arn, Body: `{"orderId":"ord_1002"}`},
+	}}
+	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(_ context.Context, m events.SQSMessage) error {
+		if m.MessageId == "m-2" {
+			return errors.New("warehouse unavailable")
+		}
+		return nil
+	})
+	fmt.Println(resp.BatchItemFailures[0].ItemIdentifier, err)
+	// Output:
+	// m-2 <nil>
 }
 
 func ExampleParseKey() {

@@ -97,21 +97,24 @@ func ExampleSQSConfig_businessKey() {
 		{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:00"}`},
 		{MessageId: "m-2", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:07"}`},
 	}}
-	resp := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(context.Context, events.SQSMessage) error {
+	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(context.Context, events.SQSMessage) error {
 		fmt.Println("shipping ord_1")
 		return nil
 	})
-	fmt.Println("failures:", len(resp.BatchItemFailures))
+	fmt.Println("failures:", len(resp.BatchItemFailures), err)
 	// Output:
 	// shipping ord_1
 	// m-1 processed
 	// m-2 duplicate
-	// failures: 0
+	// failures: 0 <nil>
 }
 
-// A Kinesis consumer: the first failure is the checkpoint the shard is
-// retried from, and the records after it wait, so the shard's order is
-// kept; records processed before a retry are duplicates then.
+// A Kinesis consumer whose event source mapping reports batch item
+// failures: the first failure is the checkpoint the shard is retried
+// from, and the records after it wait, so the shard's order is kept;
+// records processed before a retry are duplicates then. (Without
+// ReportBatchItemFailures, the failure fails the whole batch, which is
+// retried from its first record.)
 func ExampleKinesisBatch() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "clicks"})
 	rec := func(seq, data string) events.KinesisEventRecord {
@@ -127,10 +130,11 @@ func ExampleKinesisBatch() {
 		fmt.Println("processed", string(r.Kinesis.Data))
 		return nil
 	}
-	resp := dedupe.KinesisBatch(context.Background(), g, ev, nil, process)
+	cfg := &dedupe.KinesisConfig{ReportBatchItemFailures: true}
+	resp, _ := dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
 	fmt.Println("retry from", resp.BatchItemFailures[0].ItemIdentifier)
 	down = false
-	resp = dedupe.KinesisBatch(context.Background(), g, ev, nil, process)
+	resp, _ = dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
 	fmt.Println("failures:", len(resp.BatchItemFailures))
 	// Output:
 	// processed {"n":1}
@@ -149,16 +153,16 @@ func ExampleDynamoDBBatch() {
 			NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("order#1")}},
 	}}}
 	for range 2 { // the stream delivers the record twice
-		resp := dedupe.DynamoDBBatch(context.Background(), g, ev, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
+		_, err := dedupe.DynamoDBBatch(context.Background(), g, ev, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
 			fmt.Println("notify", r.Change.NewImage["pk"].String())
 			return nil
 		})
-		fmt.Println("failures:", len(resp.BatchItemFailures))
+		fmt.Println("error:", err)
 	}
 	// Output:
 	// notify order#1
-	// failures: 0
-	// failures: 0
+	// error: <nil>
+	// error: <nil>
 }
 
 // An EventBridge consumer keys by the event's ID, which EventBridge keeps

@@ -184,8 +184,11 @@ func testSQSBusinessKey(t *testing.T, b backend) {
 				OnItem: func(o dedupe.ItemOutcome) { got = append(got, o.Status) }}
 			var failures []string
 			for _, m := range []events.SQSMessage{first, resent} {
-				resp := dedupe.SQSBatch(ctx, g, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg,
+				resp, err := dedupe.SQSBatch(ctx, g, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg,
 					func(context.Context, events.SQSMessage) error { runs++; return nil })
+				if (len(resp.BatchItemFailures) > 0) != errors.Is(err, dedupe.ErrBatchFailed) {
+					t.Errorf("failures %+v with error %v: want ErrBatchFailed exactly with failures", resp.BatchItemFailures, err)
+				}
 				for _, f := range resp.BatchItemFailures {
 					failures = append(failures, f.ItemIdentifier)
 				}
@@ -226,9 +229,9 @@ func testKinesisBatch(t *testing.T, b backend) {
 		return s
 	}
 
-	resp := dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != seq(1) {
-		t.Errorf("first delivery: failures = %+v, want only the checkpoint %s", resp.BatchItemFailures, seq(1))
+	resp, err := dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != seq(1) || !errors.Is(err, dedupe.ErrBatchFailed) {
+		t.Errorf("first delivery: failures = %+v, %v; want only the checkpoint %s, and the batch failed", resp.BatchItemFailures, err, seq(1))
 	}
 	if got, want := statuses(), []dedupe.ItemStatus{dedupe.ItemProcessed, dedupe.ItemFailed, dedupe.ItemSkipped}; !slices.Equal(got, want) {
 		t.Errorf("first delivery: outcomes = %v, want %v", got, want)
@@ -241,9 +244,9 @@ func testKinesisBatch(t *testing.T, b backend) {
 	// the whole batch the first record is a duplicate.
 	failOn = ""
 	ran = nil
-	resp = dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
-	if len(resp.BatchItemFailures) != 0 {
-		t.Errorf("retry: failures = %+v, want none", resp.BatchItemFailures)
+	resp, err = dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
+	if len(resp.BatchItemFailures) != 0 || err != nil {
+		t.Errorf("retry: failures = %+v, %v; want none", resp.BatchItemFailures, err)
 	}
 	if got, want := statuses(), []dedupe.ItemStatus{dedupe.ItemDuplicate, dedupe.ItemProcessed, dedupe.ItemProcessed}; !slices.Equal(got, want) {
 		t.Errorf("retry: outcomes = %v, want %v", got, want)
@@ -283,19 +286,19 @@ func testDynamoDBBatch(t *testing.T, b backend) {
 	// The store fails for the whole batch: the first record is the
 	// checkpoint, nothing runs.
 	fs.claimErr = fmt.Errorf("throttled: %w", dedupe.ErrStoreUnavailable)
-	resp := dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
+	resp, err := dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
 	fs.claimErr = nil
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber || runs != 0 {
-		t.Errorf("store down: failures = %+v after %d runs, want the first record after 0", resp.BatchItemFailures, runs)
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber || runs != 0 || !errors.Is(err, dedupe.ErrBatchFailed) {
+		t.Errorf("store down: failures = %+v, %v after %d runs, want the first record after 0, and the batch failed", resp.BatchItemFailures, err, runs)
 	}
 	if len(outcomes) != 3 || !errors.Is(outcomes[0].Err, dedupe.ErrStoreUnavailable) || outcomes[0].KeyRef != dedupe.KeyRef(g.Key(dedupe.SourceKey(ev.Records[0].EventSourceArn, ev.Records[0].EventID))) {
 		t.Errorf("store down: outcomes = %+v, want 3, the first failed with ErrStoreUnavailable and its KeyRef", outcomes)
 	}
 	outcomes = nil
 	for range 2 {
-		resp = dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
-		if len(resp.BatchItemFailures) != 0 {
-			t.Errorf("failures = %+v, want none", resp.BatchItemFailures)
+		resp, err = dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
+		if len(resp.BatchItemFailures) != 0 || err != nil {
+			t.Errorf("failures = %+v, %v; want none", resp.BatchItemFailures, err)
 		}
 	}
 	if runs != 3 || len(outcomes) != 6 || outcomes[3].Status != dedupe.ItemDuplicate {

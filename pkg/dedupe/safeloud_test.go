@@ -153,11 +153,11 @@ func TestBatchItemErrorIsItsFailure(t *testing.T) {
 			msg := events.SQSMessage{MessageId: "m1", Body: `{}`, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}
 			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested RunJSON: %w", sentinel) }
 			var outcomes []dedupe.ItemOutcome
-			resp := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg}}, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)
-			if len(resp.BatchItemFailures) != 1 || outcomes[0].Status != dedupe.ItemFailed {
-				t.Errorf("failures = %v, outcome %+v; want m1 failed", resp.BatchItemFailures, outcomes)
+			resp, err := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg}}, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)
+			if len(resp.BatchItemFailures) != 1 || outcomes[0].Status != dedupe.ItemFailed || !errors.Is(err, dedupe.ErrBatchFailed) {
+				t.Errorf("failures = %v, outcome %+v, %v; want m1 failed, and the batch", resp.BatchItemFailures, outcomes, err)
 			}
-			k := dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
+			k, _ := dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
 				func(context.Context, events.KinesisEventRecord) error { return fmt.Errorf("x: %w", sentinel) })
 			if len(k.BatchItemFailures) != 1 {
 				t.Errorf("Kinesis failures = %v, want the record", k.BatchItemFailures)
@@ -219,7 +219,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 			g := dedupe.New(memstore.New(), nil)
 			runs := 0
 			ev := events.SQSEvent{Records: []events.SQSMessage{msg("arn:aws:sqs:eu-west-1:1:a"), msg("arn:aws:sqs:eu-west-1:1:b")}}
-			resp := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })
+			resp, _ := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })
 			if runs != tt.runs || len(resp.BatchItemFailures) != tt.failures {
 				t.Errorf("runs = %d, failures %v; want %d runs, %d failures", runs, resp.BatchItemFailures, tt.runs, tt.failures)
 			}
@@ -227,7 +227,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 	}
 	var evs []dedupe.Event
 	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
-	resp := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg("")}}, nil, func(context.Context, events.SQSMessage) error { return nil })
+	resp, _ := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg("")}}, nil, func(context.Context, events.SQSMessage) error { return nil })
 	if len(resp.BatchItemFailures) != 1 || len(evs) != 1 || !errors.Is(evs[0].Err, dedupe.ErrNoEventSource) {
 		t.Errorf("message without a source: failures %v, events %+v; want it failed with one ErrNoEventSource event", resp.BatchItemFailures, evs)
 	}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -156,4 +160,55 @@ func TestWaitDynamoDB(t *testing.T) {
 			t.Errorf("got %v after %v and %d reads; want ErrInProgress after 2s and at most %d reads", res.err, res.slept, res.reads, readBudget(2*time.Second))
 		}
 	})
+}
+
+// TestWaitReadBudgetDocumented holds the one statement of Wait's read
+// budget (docs/options.md, the Wait row) to the guard: a duplicate that
+// waits the whole of Wait makes exactly the reads its examples say, and
+// never more than its bound for any Wait; no other page states a budget
+// of its own.
+func TestWaitReadBudgetDocumented(t *testing.T) {
+	page, err := os.ReadFile("../../docs/options.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmt := regexp.MustCompile("at most (\\d+) reads plus (\\d+) per second of `Wait`\\*\\* \\((\\d+) for 1 s, (\\d+) for 5 s\\)")
+	m := stmt.FindStringSubmatch(string(page))
+	if m == nil {
+		t.Fatalf("docs/options.md states no read budget matching %s", stmt)
+	}
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	base, perSecond, at1, at5 := atoi(m[1]), atoi(m[2]), atoi(m[3]), atoi(m[4])
+	reads := func(w time.Duration) int {
+		return runWait(t, memstore.New(), "-#budget-"+rand.Text(), waitRun{wait: w}).reads
+	}
+	if got := reads(time.Second); got != at1 {
+		t.Errorf("Wait 1s: %d reads, the doc says %d", got, at1)
+	}
+	if got := reads(5 * time.Second); got != at5 {
+		t.Errorf("Wait 5s: %d reads, the doc says %d", got, at5)
+	}
+	for w := 10 * time.Millisecond; w <= time.Minute; w += w/3 + 7*time.Millisecond {
+		if got, bound := reads(w), float64(base)+float64(perSecond)*w.Seconds(); float64(got) > bound {
+			t.Errorf("Wait %v: %d reads, above the documented %d + %d/s = %.1f", w, got, base, perSecond, bound)
+		}
+	}
+	if readBudget(5*time.Second) != base+5*perSecond {
+		t.Errorf("readBudget disagrees with the doc's %d + %d/s", base, perSecond)
+	}
+	// Stated once: no other page gives a number of reads for Wait.
+	other := regexp.MustCompile(`(?i)(at most|up to) \d+ (strongly )?(consistent )?(reads|` + "`GetItem`" + `s)|\d+ ms in all`)
+	pages, _ := filepath.Glob("../../docs/*.md")
+	for _, p := range append(pages, "../../README.md") {
+		if filepath.Base(p) == "options.md" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := other.Find(b); loc != nil {
+			t.Errorf("%s states a read budget of its own (%q): link to options.md's Wait instead", filepath.Base(p), loc)
+		}
+	}
 }

@@ -36,7 +36,7 @@ const (
 	// GlobalTablesWarnEventual makes New check as GlobalTablesRefuseEventual
 	// does but, for an MREC global table, log one warning to
 	// Options.Logger and accept it: for deployments that pin each key to
-	// one Region themselves (see the README's Multi-Region section).
+	// one Region themselves (see docs/security.md, Multi-Region).
 	GlobalTablesWarnEventual
 	// GlobalTablesUnchecked makes New call nothing: for clients that
 	// cannot call DescribeTable (a policy without dynamodb:DescribeTable,

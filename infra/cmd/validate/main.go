@@ -41,11 +41,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ran, err := infra.Validate(ctx, path, *out)
-	if errors.Is(err, infra.ErrToolMissing) {
+	var le *infra.LintError
+	switch {
+	case errors.Is(err, infra.ErrToolMissing):
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return 3
-	}
-	if err != nil {
+	case errors.As(err, &le):
+		for _, f := range le.Findings {
+			fmt.Fprintln(stderr, f)
+		}
+		fmt.Fprintf(stderr, "validate: %d finding(s) in %s; dedupe's rules (E91xx, W91xx): docs/deploying.md#checking-your-template\n", len(le.Findings), path)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "validate: %v\n", err)
 		return 1
 	}

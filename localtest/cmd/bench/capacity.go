@@ -36,8 +36,7 @@ type CheckCost struct {
 }
 
 // capacityUnits measures each scenario n times per mode and averages.
-func capacityUnits(ctx context.Context, c *dynamodb.Client, table string) ([]Capacity, error) {
-	const n = 20
+func capacityUnits(ctx context.Context, c *dynamodb.Client, table string, n int) ([]Capacity, error) {
 	var out []Capacity
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, lean := range []bool{false, true} {
@@ -50,7 +49,10 @@ func capacityUnits(ctx context.Context, c *dynamodb.Client, table string) ([]Cap
 		if err != nil {
 			return nil, err
 		}
-		h := dedupe.HTTPAPI(dedupe.New(store, nil), nil, bare)
+		// Outside Lambda a guard needs its prefix (dedupe.New refuses
+		// none): the bench's, as every other scenario's.
+		cfg := &dedupe.Config{Prefix: "bench"}
+		h := dedupe.HTTPAPI(dedupe.New(store, cfg), nil, bare)
 		measure := func(scenario string, req func(i int) events.APIGatewayV2HTTPRequest) {
 			m.Reset()
 			for i := range n {
@@ -68,7 +70,7 @@ func capacityUnits(ctx context.Context, c *dynamodb.Client, table string) ([]Cap
 		release, holding, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
-			dedupe.HTTPAPI(dedupe.New(store, nil), nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			dedupe.HTTPAPI(dedupe.New(store, cfg), nil, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				close(holding)
 				<-release
 				return bare(ctx, request(held))

@@ -36,5 +36,7 @@
 //     rules from the items actually written (localtest/capacity), and the
 //     cold-start cost of New's global-table check (one DescribeTable).
 //
-// Flags: -out (build/bench) and -n (requests per latency scenario, 300).
+// Flags: -out (build/bench), -n (requests per latency scenario, 300) and
+// -short: every scenario at a few requests each, a check that the bench
+// runs rather than a measurement; `make test` runs it (TestShort).
 package main

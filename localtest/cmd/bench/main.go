@@ -12,9 +12,17 @@ import (
 
 func main() {
 	out := flag.String("out", "build/bench", "directory for bench.json and bench.png")
-	n := flag.Int("n", 300, "requests per latency scenario")
+	n := flag.Int("n", 0, "requests per latency scenario (default 300; 5 with -short)")
+	short := flag.Bool("short", false, "every scenario, at a few requests each: a check that the bench runs, not a measurement")
 	flag.Parse()
-	if err := run(context.Background(), *out, *n, os.Stdout); err != nil {
+	sc := full
+	if *short {
+		sc = short1
+	}
+	if *n > 0 {
+		sc.N = *n
+	}
+	if err := run(context.Background(), *out, sc, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

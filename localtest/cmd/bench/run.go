@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -74,9 +75,35 @@ type Waited struct {
 	MaxExtraReads int `json:"maxExtraReads"`
 }
 
-func run(ctx context.Context, outDir string, n int, w io.Writer) error {
+// scale is how much each scenario of a run does.
+type scale struct {
+	// N is the requests per latency scenario, and CapacityN per capacity
+	// scenario.
+	N, CapacityN int
+	// Concurrent is the requests on one key of the waiting scenarios.
+	Concurrent int
+	// WaitHandlers are the handler durations the waiting scenarios run.
+	WaitHandlers []time.Duration
+	// StackLevels are the client counts through the local stack, with
+	// PerClient requests per client and kind.
+	StackLevels []int
+	PerClient   int
+	// BenchTime is testing.Benchmark's -test.benchtime for the
+	// in-process figures.
+	BenchTime string
+}
+
+// full is `make bench`; short1 (-short) runs every scenario at a few
+// requests each, so that `make test` runs the bench (TestShort) and a
+// bench that panics or fails fails there, not in a user's hands.
+var (
+	full   = scale{N: 300, CapacityN: 20, Concurrent: 100, WaitHandlers: []time.Duration{50 * time.Millisecond, time.Second, 5 * time.Second}, StackLevels: []int{1, 4, 8}, PerClient: 40, BenchTime: "1s"}
+	short1 = scale{N: 5, CapacityN: 2, Concurrent: 5, WaitHandlers: []time.Duration{50 * time.Millisecond}, StackLevels: []int{2}, PerClient: 2, BenchTime: "20x"}
+)
+
+func run(ctx context.Context, outDir string, sc scale, w io.Writer) error {
 	rep := Report{When: time.Now().UTC()}
-	rep.InProcess = inProcess()
+	rep.InProcess = inProcess(sc.BenchTime)
 
 	endpoint := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
 	rep.Server = endpoint
@@ -94,23 +121,23 @@ func run(ctx context.Context, outDir string, n int, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if rep.Latency, rep.OverFloor, err = latencies(ctx, client, calls, table, n); err != nil {
+	if rep.Latency, rep.OverFloor, err = latencies(ctx, client, calls, table, sc.N); err != nil {
 		return err
 	}
-	if rep.Waited, err = waited(ctx, client, table); err != nil {
+	if rep.Waited, err = waited(ctx, client, table, sc.Concurrent); err != nil {
 		return err
 	}
-	if rep.Waits, err = waits(ctx, client, table); err != nil {
+	if rep.Waits, err = waits(ctx, client, table, sc); err != nil {
 		return err
 	}
-	if rep.Capacity, err = capacityUnits(ctx, client, table); err != nil {
+	if rep.Capacity, err = capacityUnits(ctx, client, table, sc.CapacityN); err != nil {
 		return fmt.Errorf("capacity units: %w", err)
 	}
 	if rep.Check, err = checkCost(client, table); err != nil {
 		return fmt.Errorf("global-table check: %w", err)
 	}
 	rep.Moto = motoReplay(ctx)
-	if rep.Stack, err = stack(ctx, endpoint, client); err != nil {
+	if rep.Stack, err = stack(ctx, endpoint, client, sc); err != nil {
 		return fmt.Errorf("local stack: %w", err)
 	}
 
@@ -200,8 +227,16 @@ func bare(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2H
 		Body: `{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`}, nil
 }
 
-// inProcess measures the adapter and guard over memstore.
-func inProcess() []InProcess {
+// inProcess measures the adapter and guard over memstore, each figure for
+// benchtime (testing's -test.benchtime: a duration, or a count such as
+// "20x").
+func inProcess(benchtime string) []InProcess {
+	if flag.Lookup("test.benchtime") == nil {
+		testing.Init() // a command: register testing's flags to set one
+	}
+	if err := flag.Set("test.benchtime", benchtime); err != nil {
+		panic(fmt.Sprintf("bench: benchtime %q: %v", benchtime, err))
+	}
 	mk := func(cache bool) handler {
 		cfg := &dedupe.Config{Prefix: "bench"}
 		if cache {
@@ -377,14 +412,13 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	return out, over, nil
 }
 
-// waited sends 100 concurrent requests on one key, whose handler takes
+// waited sends n concurrent requests on one key, whose handler takes
 // 50 ms, through guards with Config.Wait.
-func waited(ctx context.Context, c *dynamodb.Client, table string) (Waited, error) {
+func waited(ctx context.Context, c *dynamodb.Client, table string, n int) (Waited, error) {
 	store, err := dynamostore.New(c, dynamostore.Options{Table: table})
 	if err != nil {
 		return Waited{}, err
 	}
-	const n = 100
 	key := "wait-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var mu sync.Mutex
 	res := Waited{Requests: n}
@@ -467,8 +501,8 @@ func print(w io.Writer, r Report) {
 		fmt.Fprintf(w, "  %-28s %9.2f %9.2f %9.0f %12.2f\n", l.Name, l.P50ms, l.P99ms, l.PerSecond, l.CallsPerReq)
 	}
 	fmt.Fprintf(w, "\nGuarded fresh request over its floor: %.2fx the latency of its two raw writes (p50, same run)\n", r.OverFloor)
-	fmt.Fprintf(w, "Waited duplicates (100 concurrent on one key, 50 ms handler, Wait 2s): 1 ran, %d of its %d duplicates got the 201 replay (%.0f%%), %d got 409, at most %d extra reads each\n",
-		r.Waited.Replays, r.Waited.Requests-1, 100*float64(r.Waited.Replays)/float64(r.Waited.Requests-1), r.Waited.Conflicts, r.Waited.MaxExtraReads)
+	fmt.Fprintf(w, "Waited duplicates (%d concurrent on one key, 50 ms handler, Wait 2s): 1 ran, %d of its %d duplicates got the 201 replay (%.0f%%), %d got 409, at most %d extra reads each\n",
+		r.Waited.Requests, r.Waited.Replays, r.Waited.Requests-1, 100*float64(r.Waited.Replays)/float64(r.Waited.Requests-1), r.Waited.Conflicts, r.Waited.MaxExtraReads)
 	printWaits(w, r.Waits)
 	fmt.Fprintln(w, r.Moto)
 	fmt.Fprintln(w, "\nThrough the local stack (gateway, api bootstrap under the runtime emulator, up to 8 environments):")

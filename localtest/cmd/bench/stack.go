@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,6 +29,8 @@ type StackRun struct {
 	Kind        string  `json:"kind"` // fresh or replay
 	PerSecond   float64 `json:"perSecond"`
 	P99ms       float64 `json:"p99ms"`
+	// Failed counts the payments not answered 201 (a run fails on any).
+	Failed int `json:"failed"`
 }
 
 // Stack is what the local stack measured.
@@ -43,7 +46,7 @@ type Stack struct {
 
 // stack runs payments through the gateway and real bootstraps under the
 // Lambda Runtime Interface Emulator, on the given DynamoDB endpoint.
-func stack(ctx context.Context, endpoint string, client *dynamodb.Client) (Stack, error) {
+func stack(ctx context.Context, endpoint string, client *dynamodb.Client, sc scale) (Stack, error) {
 	var out Stack
 	root, err := infra.ModuleRoot()
 	if err != nil {
@@ -111,9 +114,13 @@ func stack(ctx context.Context, endpoint string, client *dynamodb.Client) (Stack
 	srv := httptest.NewServer(st.Gateway)
 	defer srv.Close()
 
-	for _, c := range []int{1, 4, 8} {
+	for _, c := range sc.StackLevels {
 		for _, kind := range []string{"fresh", "replay"} {
-			out.Runs = append(out.Runs, through(srv.URL, c, kind, 40*c))
+			r := through(srv.URL, c, kind, sc.PerClient*c)
+			if r.Failed > 0 {
+				return out, fmt.Errorf("%d of %d %s payments at concurrency %d were not answered 201", r.Failed, sc.PerClient*c, kind, c)
+			}
+			out.Runs = append(out.Runs, r)
 		}
 	}
 	s := st.Pool("ApiFunction").Stats()
@@ -129,6 +136,7 @@ func stack(ctx context.Context, endpoint string, client *dynamodb.Client) (Stack
 func through(base string, c int, kind string, n int) StackRun {
 	body := []byte(`{"amount":1250,"currency":"EUR","source":"tok_visa"}`)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var failed atomic.Int32
 	send := func(key string) time.Duration {
 		req, _ := http.NewRequest("POST", base+"/payments", bytes.NewReader(body))
 		req.Header.Set("Idempotency-Key", key)
@@ -136,9 +144,15 @@ func through(base string, c int, kind string, n int) StackRun {
 		// The routes are behind AWS_IAM; the local gateway checks the form.
 		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=bench/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
 		t := time.Now()
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			failed.Add(1)
+			return time.Since(t)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			failed.Add(1)
 		}
 		return time.Since(t)
 	}
@@ -169,5 +183,5 @@ func through(base string, c int, kind string, n int) StackRun {
 	wg.Wait()
 	total := time.Since(start)
 	slices.Sort(lat)
-	return StackRun{Concurrency: c, Kind: kind, PerSecond: float64(n) / total.Seconds(), P99ms: ms(lat[min(n-1, n*99/100)])}
+	return StackRun{Concurrency: c, Kind: kind, PerSecond: float64(n) / total.Seconds(), P99ms: ms(lat[min(n-1, n*99/100)]), Failed: int(failed.Load())}
 }

@@ -40,20 +40,18 @@ type WaitRun struct {
 	LateP99ms float64 `json:"lateP99ms"`
 }
 
-// waitHandlers are the handler durations the waiting scenarios run.
-var waitHandlers = []time.Duration{50 * time.Millisecond, time.Second, 5 * time.Second}
-
-// waits runs 100 concurrent duplicates on one key for each handler
-// duration of waitHandlers, one scenario after the other (about 8 s in
-// all), through the HTTP API adapter with Config.Wait of 10 s.
-func waits(ctx context.Context, c *dynamodb.Client, table string) ([]WaitRun, error) {
+// waits runs sc.Concurrent duplicates on one key for each handler
+// duration of sc.WaitHandlers, one scenario after the other (about 8 s in
+// all at full scale), through the HTTP API adapter with Config.Wait of
+// 10 s.
+func waits(ctx context.Context, c *dynamodb.Client, table string, sc scale) ([]WaitRun, error) {
 	store, err := dynamostore.New(c, dynamostore.Options{Table: table})
 	if err != nil {
 		return nil, err
 	}
 	var out []WaitRun
-	for _, d := range waitHandlers {
-		r, err := waitRun(ctx, store, d, 10*time.Second)
+	for _, d := range sc.WaitHandlers {
+		r, err := waitRun(ctx, store, d, 10*time.Second, sc.Concurrent)
 		if err != nil {
 			return nil, err
 		}
@@ -63,8 +61,7 @@ func waits(ctx context.Context, c *dynamodb.Client, table string) ([]WaitRun, er
 }
 
 // waitRun is one scenario of waits.
-func waitRun(ctx context.Context, store dedupe.Store, d, wait time.Duration) (WaitRun, error) {
-	const n = 100
+func waitRun(ctx context.Context, store dedupe.Store, d, wait time.Duration, n int) (WaitRun, error) {
 	key := "waits-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	res := WaitRun{Handler: d.String(), WaitFor: wait.String(), Requests: n, ReadBudget: 6 + int(2*d/time.Second)}
 	var (
@@ -133,7 +130,7 @@ func printWaits(w io.Writer, runs []WaitRun) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nDuplicates that wait (100 concurrent on one key, Config.Wait %s; goal: 95%% answered with the result):\n", runs[0].WaitFor)
+	fmt.Fprintf(w, "\nDuplicates that wait (%d concurrent on one key, Config.Wait %s; goal: 95%% answered with the result):\n", runs[0].Requests, runs[0].WaitFor)
 	fmt.Fprintf(w, "  %-8s %14s %9s %11s %10s %8s %14s\n", "handler", "answered", "409", "reads mean", "reads max", "budget", "late p99 ms")
 	for _, r := range runs {
 		dups := r.Requests - 1

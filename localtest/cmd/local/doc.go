@@ -14,5 +14,6 @@
 // 0 picks a free port), -reaper-interval (DEDUPE_REAPER_INTERVAL, default
 // 30s; 0 disables the schedules), -concurrency (DEDUPE_CONCURRENCY,
 // default 16 execution environments per function, then 429), -queue-wait,
-// -build-dir, -rie and -verbose; -h lists them.
+// -build-dir, -rie, -verbose and -smoke (send the quick start's payment
+// twice, check the replay, stop: what make test runs); -h lists them.
 package main

@@ -21,6 +21,7 @@ func main() {
 	fs.StringVar(&o.BuildDir, "build-dir", "build/local", "directory holding <function>/bootstrap, relative to the module root")
 	fs.StringVar(&o.RIE, "rie", "build/bin/aws-lambda-rie", "aws-lambda-rie executable, relative to the module root; built with go build when missing")
 	fs.BoolVar(&o.Verbose, "verbose", false, "also print the emulator's START/END/REPORT lines")
+	fs.BoolVar(&o.Smoke, "smoke", false, "send the quick start's payment twice once the stack is up, check the replay, and stop")
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

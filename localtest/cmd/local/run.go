@@ -32,6 +32,10 @@ type options struct {
 	BuildDir       string
 	RIE            string
 	Verbose        bool
+	// Smoke makes run send the quick start's payment twice once the
+	// stack is up, check that the second is the first's replay, and stop:
+	// make test runs `make run` so (TestMakeRunSmoke).
+	Smoke bool
 }
 
 // run starts the stack, prints where it listens, serves until ctx ends,
@@ -143,6 +147,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	// (6) Where everything listens.
 	base := "http://" + ln.Addr().String()
 	printBanner(out, base, endpoint, dynamoNote, results, stack, o)
+	if o.Smoke {
+		return smoke(ctx, out, base)
+	}
 
 	// (5) The schedules, on the local interval.
 	var tick <-chan time.Time
@@ -176,6 +183,41 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	stack.Close()
 	// dynalite stops in the deferred call.
 	fmt.Fprintln(out, "stopped")
+	return nil
+}
+
+// smoke sends the quick start's payment twice, signed in the form the
+// local gateway checks, and wants 201 and then its replay.
+func smoke(ctx context.Context, out io.Writer, base string) error {
+	send := func() (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/payments",
+			strings.NewReader(`{"amount":1000,"currency":"EUR","source":"tok_visa"}`))
+		if err != nil {
+			return 0, "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "smoke-1")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=alice/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), nil
+	}
+	first, _, err := send()
+	if err != nil {
+		return fmt.Errorf("smoke: %w", err)
+	}
+	second, replayed, err := send()
+	if err != nil {
+		return fmt.Errorf("smoke: %w", err)
+	}
+	if first != http.StatusCreated || second != http.StatusCreated || replayed != "true" {
+		return fmt.Errorf("smoke: POST /payments answered %d, then %d (Idempotent-Replayed %q); want 201, then the replay", first, second, replayed)
+	}
+	fmt.Fprintln(out, "smoke: POST /payments 201, then 201 with Idempotent-Replayed: true; stopping")
 	return nil
 }
 

@@ -25,7 +25,7 @@
 //	tok_visa            succeeds: 201, payment "succeeded"
 //	tok_chargeDeclined  declined: 402, payment "declined" (stored, replayed)
 //	tok_processorError  processor failure: 502, nothing written (key released)
-//	tok_slow            succeeds after 3 s (watch a duplicate get 409)
+//	tok_slow            succeeds after 3 s (a duplicate waits, then gets 409 or the replay)
 //	tok_panic           the handler panics (key released, client sees 500)
 //	tok_timeout         never answers: the invocation times out, the record
 //	                    stays in flight until its lease runs out

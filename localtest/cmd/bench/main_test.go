@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/lambda-dedupe/dedupe/infra"
+)
+
+// TestShort runs the whole bench at a few requests per scenario (the
+// -short scale), so that a bench that panics or fails (a guard it builds
+// wrongly, a stack that answers errors) fails `make test` rather than a
+// user's `make bench`. It needs what `make bench` needs: dynalite (from
+// AWS_ENDPOINT_URL_DYNAMODB, or the one it starts), the emulator's build,
+// and moto_server for one line (reported, not required).
+func TestShort(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(t.Context(), t.TempDir(), short1, &out); err != nil {
+		t.Fatalf("bench -short: %v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []string{
+		"In process, HTTP API adapter over memstore",
+		"guarded fresh",
+		"Waited duplicates",
+		"Duplicates that wait",
+		"Through the local stack",
+		"DynamoDB capacity units per request",
+		"New's global-table check",
+		"wrote ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report has no %q", want)
+		}
+	}
+}
+
+// TestMakeBenchRunsThisCommand: `make bench` runs this command, whose
+// run TestShort exercises.
+func TestMakeBenchRunsThisCommand(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skipf("make not found: %v", err)
+	}
+	root, err := infra.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("make", "-n", "-C", root, "bench").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n bench: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "go run ./localtest/cmd/bench ") {
+		t.Errorf("make -n bench does not run ./localtest/cmd/bench:\n%s", out)
+	}
+}
