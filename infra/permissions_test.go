@@ -24,16 +24,7 @@ func permissionsTable(t *testing.T) infra.PermissionTable {
 // knownGaps are the policies the project ships that do not yet grant
 // what the code calls, each with the grants it lacks: the test fails when
 // a gap widens, narrows or closes, so that this list is kept exact.
-var knownGaps = map[string][]string{
-	// The dedupe command builds its store with dynamostore.New's default
-	// global-table check (cmd/dedupe/internal/cli/store.go), which the
-	// operator policy does not allow: every command fails with
-	// AccessDenied under the policy alone. The fix (grant it, or build
-	// the command's store with GlobalTablesUnchecked) belongs to the work
-	// on the command (issue 31).
-	"template.yaml IdempotencyOperatorPolicy":                  {"dynamodb:DescribeTable on table"},
-	"template.yaml (existing table) IdempotencyOperatorPolicy": {"dynamodb:DescribeTable on table"},
-}
+var knownGaps = map[string][]string{}
 
 // TestShippedPolicies checks every role and policy the project ships
 // against the permissions table: each function of template.yaml (with a
