@@ -304,10 +304,15 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 			}
 			// A filter only chooses elements: a missing field in its
 			// condition excludes the element, as any other false would.
+			// But an element chosen because a value is missing
+			// ([?orderId == null]) is chosen for every event without it.
 			// An inexact number may have chosen wrongly.
 			out.inexact = out.inexact || cond.inexact
 			if util.IsFalse(cond.v) {
 				continue
+			}
+			if cond.missing {
+				out.missing, out.masked = true, true
 			}
 		}
 		r, err := e.eval(n.Children[1], elem)

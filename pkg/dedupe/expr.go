@@ -151,7 +151,8 @@ func (e *Expr) search(tree any) (val, error) {
 // field is never a key, and neither is a value computed from one
 // (to_string(orderId) or type(orderId) of an event without orderId, a
 // projection that skipped a null, a literal default such as
-// orderId || 'none'), or from a number float64 cannot hold exactly.
+// orderId || 'none', an element a filter chose because a field is
+// missing), or from a number float64 cannot hold exactly.
 func (e *Expr) Key(event any) (string, error) {
 	tree, err := eventTree(event)
 	if err != nil {
@@ -394,9 +395,14 @@ func eventTree(event any) (any, error) {
 	return tree, nil
 }
 
-// decodeJSON decodes exactly one JSON value, numbers as json.Number. Its
-// error never quotes the input.
+// decodeJSON decodes exactly one JSON value, numbers as json.Number. It
+// refuses text that is not UTF-8, as JSON is (RFC 8259): encoding/json
+// would make every invalid byte U+FFFD, so that two different strings
+// would select one key. Its error never quotes the input.
 func decodeJSON(b []byte) (any, error) {
+	if !utf8.Valid(b) {
+		return nil, errors.New("not valid JSON: not UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any

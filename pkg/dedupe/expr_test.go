@@ -183,6 +183,8 @@ func TestExprKeyRefusesMissingValues(t *testing.T) {
 		"let $o = detail.orderId in to_string($o)",
 		"detail.orderId == null && 'absent'",
 		"to_string(detail.orderId == 'x')",
+		"[@][?detail.orderId == null].source",
+		"Records[?!eventName].id",
 	} {
 		if k, err := dedupe.MustCompileExpr(expr).Key(ev); !errors.Is(err, dedupe.ErrNoKey) {
 			t.Errorf("Key(%s) = %q, %v; want ErrNoKey", expr, k, err)
@@ -224,6 +226,13 @@ func TestExprKeyInjectiveAcrossTypes(t *testing.T) {
 			t.Errorf("%s and %s give one key %q", v, other, k)
 		}
 		seen[k] = v
+	}
+	// Text that is not UTF-8 is no JSON: decoded, every invalid byte
+	// would be U+FFFD, and "\xff" and "\xfe" one key.
+	for _, raw := range []string{"{\"x\":\"a\xff\"}", "{\"x\":\"a\xfe\"}"} {
+		if k, err := dedupe.MustCompileExpr("x").Key([]byte(raw)); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("Key of %q = %q, %v; want ErrNoKey", raw, k, err)
+		}
 	}
 	// One number, however written, is one key.
 	for _, v := range []string{`100`, `100.0`, `1e2`, `1.00E+2`} {
