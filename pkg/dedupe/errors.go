@@ -70,8 +70,9 @@ var (
 
 	// ErrResultUnencodable is returned with a valid value by RunJSON when fn
 	// succeeded but its value could not be encoded for storage (a NaN, a
-	// channel). The run was recorded as completed without a result, so it
-	// is never run again; duplicates get ErrResultOmitted.
+	// MarshalJSON that failed or panicked), or would not decode back to
+	// the same JSON (see Once). The run was recorded as completed without
+	// a result, so it is never run again; duplicates get ErrResultOmitted.
 	ErrResultUnencodable = errors.New("dedupe: result could not be encoded; recorded without it")
 
 	// ErrNoPrincipal reports a guarded HTTP request whose caller could not

@@ -129,6 +129,6 @@ func ExampleExpr_Key() {
 	_, err = dedupe.MustCompileExpr("orderID").Key([]byte(`{"orderId":"ord_7"}`))
 	fmt.Println(errors.Is(err, dedupe.ErrNoKey), err)
 	// Output:
-	// 1:ord_7| <nil>
+	// =sord_7| <nil>
 	// true dedupe: expression selected no usable key from the event: "orderID" selected null (a missing field?)
 }

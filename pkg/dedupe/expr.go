@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	jmespath "github.com/jmespath-community/go-jmespath"
@@ -22,16 +23,19 @@ import (
 // errors.go; they are here while that file is edited elsewhere.)
 var (
 	// ErrNoKey reports an event from which a key or scope expression
-	// selected nothing usable as a key: null, an empty string, a boolean,
-	// an object, an empty list, a number that is not a whole number
-	// below 2^53, or an error in evaluating it (powertools_json on text
-	// that is not JSON). Such an event is refused; it never runs
-	// unguarded and never shares a key.
+	// selected nothing usable as a key (see Expr.Key): null, an empty
+	// string, a boolean, an object, an empty list, a number that is not
+	// a whole number, a value computed from a missing one
+	// (to_string(orderId) of an event without orderId), or an error in
+	// evaluating it (powertools_json on text that is not JSON). Such an
+	// event is refused; it never runs unguarded and never shares a key.
 	ErrNoKey = errors.New("dedupe: expression selected no usable key from the event")
 
 	// ErrNoFingerprint reports an event from which a fingerprint
-	// expression selected null, or a number too large to compare
-	// exactly, or failed. Such an event is refused.
+	// expression selected no information (see Expr.Payload: only nulls
+	// and empty lists or objects, or a value computed from a missing
+	// one), a number it cannot compare exactly, or failed. Such an event
+	// is refused.
 	ErrNoFingerprint = errors.New("dedupe: expression selected nothing to fingerprint from the event")
 )
 
@@ -57,16 +61,25 @@ const maxExactInt = 1 << 53
 // API Gateway request's JSON body, and
 // powertools_json(powertools_base64(data)).id that of a Kinesis record's.
 //
+// Numbers keep the exact text the event gives them until an operator or
+// a function takes them (as float64, the type JMESPath computes with);
+// objects are visited in key order (keys, values, items, the *
+// projection), so that one event always gives one selection.
+//
 // An Expr is safe for concurrent use.
 type Expr struct {
-	src string
-	jp  jmespath.JMESPath
+	src   string
+	ast   parsing.ASTNode
+	shape shape
 }
 
-// CompileExpr compiles a JMESPath expression. It refuses an empty one, a
-// syntax error, a function that does not exist, and a function called
-// with the wrong number of arguments, so that a bad expression fails at
-// construction, never at the first event.
+// CompileExpr compiles a JMESPath expression. It refuses, so that a bad
+// expression fails at construction, never at the first event: an empty
+// one; a syntax error; a function that does not exist; a function called
+// with too few or too many arguments (a variadic one, not_null or merge,
+// needs at least one); an argument that can never have a type the
+// function takes (lower({a: a}), join(',', `1`)); an undefined variable;
+// and a call that reads nothing of the event and fails (abs('x')).
 func CompileExpr(src string) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("dedupe: compile expression: empty")
@@ -75,22 +88,11 @@ func CompileExpr(src string) (*Expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedupe: compile expression %q: %w", src, err)
 	}
-	funcs := powertoolsFunctions()
-	table := map[string]jmespath.FunctionEntry{}
-	for _, f := range jmespathDefaults() {
-		table[f.Name] = f
-	}
-	for _, f := range funcs {
-		table[f.Name] = f
-	}
-	if err := checkCalls(ast, table); err != nil {
-		return nil, fmt.Errorf("dedupe: compile expression %q: %w", src, err)
-	}
-	jp, err := jmespath.Compile(src, funcs...)
+	sh, err := analyze(ast, exprFunctions(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe: compile expression %q: %w", src, err)
 	}
-	return &Expr{src: src, jp: jp}, nil
+	return &Expr{src: src, ast: ast, shape: sh}, nil
 }
 
 // MustCompileExpr is CompileExpr for expressions known at init; it panics
@@ -117,85 +119,139 @@ func (e *Expr) Search(event any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.search(tree)
+	v, err := e.search(tree)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := floats(v.v)
+	return out, nil
 }
 
-func (e *Expr) search(tree any) (any, error) {
-	v, err := e.jp.Search(tree)
+// search evaluates the expression on a decoded event. Its errors name
+// the expression and what went wrong, never a value of the event.
+func (e *Expr) search(tree any) (val, error) {
+	ev := evaluator{root: tree, funcs: exprFunctions()}
+	v, err := ev.eval(e.ast, val{v: tree})
 	if err != nil {
-		return nil, fmt.Errorf("evaluate %q: %w", e.src, err)
+		return val{}, fmt.Errorf("evaluate %q: %w", e.src, err)
 	}
 	return v, nil
 }
 
 // Key evaluates the expression against event (as Search does) and
-// returns the key it selects: a non-empty string; a whole number below
-// 2^53 in magnitude, in decimal; or a non-empty list of those (a
-// multi-select such as [detail.customer, detail.orderId]), encoded so
-// that two different lists never give one key. Anything else returns an
-// error wrapping ErrNoKey that says what was selected (never its value):
-// a missing field is never a key, and the event must be refused.
+// returns the key it selects: a non-empty string; a whole number (the
+// event's own digits, exactly; a number computed by a function must be
+// below 2^53); or a non-empty list of those (a multi-select such as
+// [detail.customer, detail.orderId]). The encoding is injective: two
+// different selections, a number and a string of its digits, a string
+// and a list holding it, never give one key.
+//
+// Anything else returns an error wrapping ErrNoKey that says what was
+// selected (never its value), and the event must be refused: a missing
+// field is never a key, and neither is a value computed from one
+// (to_string(orderId) or type(orderId) of an event without orderId, a
+// projection that skipped a null, a literal default such as
+// orderId || 'none', an element a filter chose because a field is
+// missing), or from a number float64 cannot hold exactly.
 func (e *Expr) Key(event any) (string, error) {
 	tree, err := eventTree(event)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
-	parts, err := e.keyParts(tree)
+	sel, err := e.keySel(tree)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	writeParts(&b, parts)
+	sel.write(&b)
 	return b.String(), nil
 }
 
-// keyParts evaluates the expression on a decoded event and checks what it
-// selected.
-func (e *Expr) keyParts(tree any) ([]string, error) {
-	v, err := e.search(tree)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoKey, err)
-	}
-	if list, ok := v.([]any); ok {
-		if len(list) == 0 {
-			return nil, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
-		}
-		parts := make([]string, len(list))
-		for i, x := range list {
-			s, ok := keyScalar(x)
-			if !ok {
-				return nil, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
-			}
-			parts[i] = s
-		}
-		return parts, nil
-	}
-	s, ok := keyScalar(v)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v))
-	}
-	return []string{s}, nil
+// keySel is a selection in its key form: typed parts ('s' and the
+// string, or 'n' and a whole number in decimal), and whether they were a
+// list.
+type keySel struct {
+	parts []string
+	list  bool
 }
 
-// writeParts writes parts as their count, ':' and the parts, escaped
-// and each followed by '|': an injective encoding, also of several lists
-// written one after the other.
-func writeParts(b *strings.Builder, parts []string) {
-	b.WriteString(strconv.Itoa(len(parts)))
-	b.WriteByte(':')
-	for _, p := range parts {
+// stringSel returns the list selection of parts, all strings.
+func stringSel(parts ...string) keySel {
+	typed := make([]string, len(parts))
+	for i, p := range parts {
+		typed[i] = "s" + p
+	}
+	return keySel{parts: typed, list: true}
+}
+
+// write writes the selection, a scalar as '=' and its part, a list as
+// its count and ':', each part escaped and followed by '|':
+//
+//	"1"   =s1|      1   =n1|      ["1"]   1:s1|      ["a", 2]   2:sa|n2|
+//
+// The encoding is injective, also of several selections written one
+// after the other: a part never holds '|', and the header says how many
+// parts follow.
+func (k keySel) write(b *strings.Builder) {
+	if k.list {
+		b.WriteString(strconv.Itoa(len(k.parts)))
+		b.WriteByte(':')
+	} else {
+		b.WriteByte('=')
+	}
+	for _, p := range k.parts {
 		writeEscaped(b, p)
 		b.WriteByte('|')
 	}
 }
 
+// keySel evaluates the expression on a decoded event and checks what it
+// selected.
+func (e *Expr) keySel(tree any) (keySel, error) {
+	v, err := e.search(tree)
+	if err != nil {
+		return keySel{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+	}
+	var sel keySel
+	if list, ok := v.v.([]any); ok {
+		if len(list) == 0 {
+			return keySel{}, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
+		}
+		sel = keySel{parts: make([]string, len(list)), list: true}
+		for i, x := range list {
+			s, ok := keyScalar(x)
+			if !ok {
+				return keySel{}, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
+			}
+			sel.parts[i] = s
+		}
+	} else {
+		s, ok := keyScalar(v.v)
+		if !ok {
+			return keySel{}, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v.v))
+		}
+		sel = keySel{parts: []string{s}}
+	}
+	switch {
+	case v.inexact:
+		return keySel{}, fmt.Errorf("%w: %q computed its key from a number float64 cannot hold exactly (select it without a function or operator)", ErrNoKey, e.src)
+	case v.missing:
+		return keySel{}, fmt.Errorf("%w: %q computed its key from a missing value (a null field, a projection that skipped one, or a literal default)", ErrNoKey, e.src)
+	}
+	return sel, nil
+}
+
 // Payload evaluates the expression against event (as Search does) and
 // returns the canonical JSON of what it selected, to be fingerprinted.
-// It returns an error wrapping ErrNoFingerprint when that is null (the
-// fields are missing: a typo would otherwise fingerprint every event the
-// same), or holds a whole number of 2^53 or more, which float64, and so
-// JMESPath, cannot tell from its neighbours (select such an ID as a
-// string, or leave it out).
+// It returns an error wrapping ErrNoFingerprint when the selection holds
+// no information: only nulls and empty lists or objects (null, [null,
+// null], {"amount": null}, []: the fields are missing, and every such
+// event would have one fingerprint); when a function or operator turned
+// a missing value into another (to_string(amount) of an event without
+// amount is "null"); and when it holds a number that cannot be compared
+// exactly (one computed from a number float64 cannot hold, or a computed
+// whole number of 2^53 or more). Numbers selected from the event as they
+// are keep their exact digits.
 func (e *Expr) Payload(event any) ([]byte, error) {
 	tree, err := eventTree(event)
 	if err != nil {
@@ -209,36 +265,67 @@ func (e *Expr) payload(tree any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoFingerprint, err)
 	}
-	if v == nil {
+	switch {
+	case v.v == nil:
 		return nil, fmt.Errorf("%w: %q selected null", ErrNoFingerprint, e.src)
+	case vacuous(v.v):
+		return nil, fmt.Errorf("%w: %q selected only nulls and empty lists or objects", ErrNoFingerprint, e.src)
+	case v.masked:
+		return nil, fmt.Errorf("%w: %q computed its selection from a missing value", ErrNoFingerprint, e.src)
+	case v.inexact || inexact(v.v):
+		return nil, fmt.Errorf("%w: %q selected a number that cannot be compared exactly", ErrNoFingerprint, e.src)
 	}
-	if inexact(v) {
-		return nil, fmt.Errorf("%w: %q selected a whole number of 2^53 or more, which cannot be compared exactly", ErrNoFingerprint, e.src)
-	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(v.v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encode: %w", ErrNoFingerprint, err)
+		return nil, fmt.Errorf("%w: %q: encode: %w", ErrNoFingerprint, e.src, safeJSONError(err))
 	}
 	return CanonicalJSON(b)
 }
 
-// keyScalar returns the key form of a non-empty string or an exact whole
-// number.
+// vacuous reports whether v holds nothing but nulls and empty lists and
+// objects.
+func vacuous(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		for _, y := range x {
+			if !vacuous(y) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, y := range x {
+			if !vacuous(y) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// keyScalar returns the typed key form of a non-empty string or an exact
+// whole number.
 func keyScalar(v any) (string, bool) {
 	switch x := v.(type) {
 	case string:
-		return x, x != "" && utf8.ValidString(x)
+		return "s" + x, x != "" && utf8.ValidString(x)
+	case json.Number:
+		d, ok := wholeDecimal(string(x))
+		return "n" + d, ok
 	case float64:
 		if x != math.Trunc(x) || math.Abs(x) >= maxExactInt {
 			return "", false
 		}
-		return strconv.FormatInt(int64(x), 10), true
+		return "n" + strconv.FormatInt(int64(x), 10), true
 	}
 	return "", false
 }
 
-// inexact reports whether v holds a whole number too large for float64
-// to hold exactly.
+// inexact reports whether v holds a computed whole number too large for
+// float64 to hold exactly.
 func inexact(v any) bool {
 	switch x := v.(type) {
 	case float64:
@@ -273,6 +360,8 @@ func describe(v any) string {
 		return "a boolean"
 	case float64:
 		return "a number that is not a whole number below 2^53"
+	case json.Number:
+		return "a number that is not a whole number"
 	case []any:
 		if len(x) == 0 {
 			return "an empty list"
@@ -281,10 +370,10 @@ func describe(v any) string {
 	case map[string]any:
 		return "an object"
 	}
-	return fmt.Sprintf("a %T", v)
+	return jsonKind(v)
 }
 
-// eventTree returns the JSON tree of an event.
+// eventTree returns the JSON tree of an event, numbers as json.Number.
 func eventTree(event any) (any, error) {
 	var raw []byte
 	switch v := event.(type) {
@@ -295,46 +384,64 @@ func eventTree(event any) (any, error) {
 	default:
 		b, err := json.Marshal(event)
 		if err != nil {
-			return nil, fmt.Errorf("encode event: %w", err)
+			return nil, fmt.Errorf("encode event: %w", safeJSONError(err))
 		}
 		raw = b
 	}
-	var tree any
-	if err := json.Unmarshal(raw, &tree); err != nil {
+	tree, err := decodeJSON(raw)
+	if err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
 	return tree, nil
 }
 
-// checkCalls checks every function call in ast against table: the
-// function exists and gets a number of arguments it accepts.
-func checkCalls(node parsing.ASTNode, table map[string]jmespath.FunctionEntry) error {
-	if node.NodeType == parsing.ASTFunctionExpression {
-		name, _ := node.Value.(string)
-		f, ok := table[name]
-		if !ok {
-			return fmt.Errorf("unknown function %s()", name)
-		}
-		least, most := 0, len(f.Arguments)
-		for _, a := range f.Arguments {
-			if !a.Optional && !a.Variadic {
-				least++
-			}
-			if a.Variadic {
-				most = math.MaxInt
-			}
-		}
-		if n := len(node.Children); n < least || n > most {
-			return fmt.Errorf("%s() called with %d arguments", name, n)
-		}
+// decodeJSON decodes exactly one JSON value, numbers as json.Number. It
+// refuses text that is not UTF-8, as JSON is (RFC 8259): encoding/json
+// would make every invalid byte U+FFFD, so that two different strings
+// would select one key. Its error never quotes the input.
+func decodeJSON(b []byte) (any, error) {
+	if !utf8.Valid(b) {
+		return nil, errors.New("not valid JSON: not UTF-8")
 	}
-	for _, c := range node.Children {
-		if err := checkCalls(c, table); err != nil {
-			return err
-		}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, safeJSONError(err)
 	}
-	return nil
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not valid JSON: data after the value")
+	}
+	return v, nil
 }
+
+// exprFunctions returns the functions of every expression: JMESPath's
+// (keys, values and items in key order) and Powertools' three.
+var exprFunctions = sync.OnceValue(func() map[string]jmespath.FunctionEntry {
+	table := map[string]jmespath.FunctionEntry{}
+	for _, f := range jmespathDefaults() {
+		table[f.Name] = f
+	}
+	for _, f := range powertoolsFunctions() {
+		table[f.Name] = f
+	}
+	ordered := func(name string, pick func(m map[string]any, k string) any) {
+		f := table[name]
+		f.Handler = func(args []any) (any, error) {
+			m := args[0].(map[string]any)
+			out := make([]any, 0, len(m))
+			for _, k := range sortedKeys(m) {
+				out = append(out, pick(m, k))
+			}
+			return out, nil
+		}
+		table[name] = f
+	}
+	ordered("keys", func(_ map[string]any, k string) any { return k })
+	ordered("values", func(m map[string]any, k string) any { return m[k] })
+	ordered("items", func(m map[string]any, k string) any { return []any{k, m[k]} })
+	return table
+})
 
 // jmespathDefaults returns JMESPath's built-in functions.
 func jmespathDefaults() []jmespath.FunctionEntry {
@@ -346,34 +453,34 @@ func powertoolsFunctions() []jmespath.FunctionEntry {
 	str := []jmespath.ArgSpec{{Types: []jmespath.JpType{jmespath.JpString}}}
 	return []jmespath.FunctionEntry{
 		{Name: "powertools_json", Arguments: str, Handler: func(args []any) (any, error) {
-			var v any
-			if err := json.Unmarshal([]byte(args[0].(string)), &v); err != nil {
-				return nil, fmt.Errorf("powertools_json: not JSON: %w", err)
+			v, err := decodeJSON([]byte(args[0].(string)))
+			if err != nil {
+				return nil, evalErrorf("powertools_json(): the string is %w", err)
 			}
 			return v, nil
 		}},
 		{Name: "powertools_base64", Arguments: str, Handler: func(args []any) (any, error) {
 			b, err := base64.StdEncoding.DecodeString(args[0].(string))
 			if err != nil {
-				return nil, fmt.Errorf("powertools_base64: %w", err)
+				return nil, evalErrorf("powertools_base64(): the string is not base64 (%v)", err)
 			}
 			return text("powertools_base64", b)
 		}},
 		{Name: "powertools_base64_gzip", Arguments: str, Handler: func(args []any) (any, error) {
 			b, err := base64.StdEncoding.DecodeString(args[0].(string))
 			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+				return nil, evalErrorf("powertools_base64_gzip(): the string is not base64 (%v)", err)
 			}
 			zr, err := gzip.NewReader(bytes.NewReader(b))
 			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+				return nil, evalErrorf("powertools_base64_gzip(): the data is not gzip (%v)", err)
 			}
 			out, err := io.ReadAll(io.LimitReader(zr, maxDecodedBytes+1))
 			if err != nil {
-				return nil, fmt.Errorf("powertools_base64_gzip: %w", err)
+				return nil, evalErrorf("powertools_base64_gzip(): the gzip data is broken (%v)", err)
 			}
 			if len(out) > maxDecodedBytes {
-				return nil, fmt.Errorf("powertools_base64_gzip: inflates to more than %d bytes", maxDecodedBytes)
+				return nil, evalErrorf("powertools_base64_gzip(): inflates to more than %d bytes", maxDecodedBytes)
 			}
 			return text("powertools_base64_gzip", out)
 		}},
@@ -383,7 +490,7 @@ func powertoolsFunctions() []jmespath.FunctionEntry {
 // text returns b as a string when it is valid UTF-8.
 func text(fn string, b []byte) (any, error) {
 	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("%s: decoded data is not UTF-8 text", fn)
+		return nil, evalErrorf("%s(): the decoded data is not UTF-8 text", fn)
 	}
 	return string(b), nil
 }

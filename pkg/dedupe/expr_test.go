@@ -30,7 +30,8 @@ func TestCompileExprRefuses(t *testing.T) {
 		{"unknown function", "powertools_jsn(body).id", "unknown function powertools_jsn()"},
 		{"nested unknown function", "a[?contains_ci(b, 'x')].id", "unknown function contains_ci()"},
 		{"too few arguments", "powertools_json()", "powertools_json() called with 0 arguments"},
-		{"too many arguments", "length(a, b)", "length() called with 2 arguments"},
+		{"too many arguments", "length(a, b)", "length() called with 2 arguments; it takes 1"},
+		{"not gzip, on every event", "powertools_base64_gzip('aGVsbG8=')", "fails on every event: powertools_base64_gzip(): the data is not gzip"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := dedupe.CompileExpr(tt.expr)
@@ -50,15 +51,15 @@ func TestCompileExprRefuses(t *testing.T) {
 // Powertools' functions.
 func TestExprKeyOnFixtures(t *testing.T) {
 	for _, tt := range []struct{ name, fixture, expr, want string }{
-		{"EventBridge ID", "eventbridge-event.json", "id", "1:6a7e8feb-b491-4cf7-a9f1-bf3703467718|"},
-		{"EventBridge detail field", "eventbridge-event.json", "detail.orderId", "1:ord_1001|"},
-		{"EventBridge two fields", "eventbridge-event.json", "[detail.customer, detail.orderId]", "2:cus_42|ord_1001|"},
-		{"EventBridge whole number", "eventbridge-event.json", "detail.amount", "1:1250|"},
-		{"API Gateway JSON body", "apigw-v2-jwt.json", "powertools_json(body).source", "1:tok_visa|"},
-		{"Kinesis base64 data", "kinesis-event.json", "Records[0].kinesis.powertools_json(powertools_base64(data)).orderId", "1:ord_1001|"},
-		{"SQS body", "sqs-event.json", "Records[1].powertools_json(body).orderId", "1:ord_1002|"},
-		{"CloudWatch Logs gzip", "cloudwatch-logs-event.json", "powertools_json(powertools_base64_gzip(awslogs.data)).logEvents[0].id", "1:37915873459012348751234516712390102381928371928379182|"},
-		{"value with separators", "eventbridge-event.json", "'a|b%c'", "1:a%7Cb%25c|"},
+		{"EventBridge ID", "eventbridge-event.json", "id", "=s6a7e8feb-b491-4cf7-a9f1-bf3703467718|"},
+		{"EventBridge detail field", "eventbridge-event.json", "detail.orderId", "=sord_1001|"},
+		{"EventBridge two fields", "eventbridge-event.json", "[detail.customer, detail.orderId]", "2:scus_42|sord_1001|"},
+		{"EventBridge whole number", "eventbridge-event.json", "detail.amount", "=n1250|"},
+		{"API Gateway JSON body", "apigw-v2-jwt.json", "powertools_json(body).source", "=stok_visa|"},
+		{"Kinesis base64 data", "kinesis-event.json", "Records[0].kinesis.powertools_json(powertools_base64(data)).orderId", "=sord_1001|"},
+		{"SQS body", "sqs-event.json", "Records[1].powertools_json(body).orderId", "=sord_1002|"},
+		{"CloudWatch Logs gzip", "cloudwatch-logs-event.json", "powertools_json(powertools_base64_gzip(awslogs.data)).logEvents[0].id", "=s37915873459012348751234516712390102381928371928379182|"},
+		{"value with separators", "eventbridge-event.json", "'a|b%c'", "=sa%7Cb%25c|"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := dedupe.MustCompileExpr(tt.expr).Key(readFixture(t, tt.fixture))
@@ -82,9 +83,8 @@ func TestExprKeyRefuses(t *testing.T) {
 		{"fraction", "detail.amount / `3`", "not a whole number"},
 		{"huge number", "`12345678901234567890`", "not a whole number below 2^53"},
 		{"list with null", "[detail.orderId, detail.nope]", "a list holding null"},
-		{"not JSON", "powertools_json(detail.orderId).x", "not JSON"},
+		{"not JSON", "powertools_json(detail.orderId).x", "not valid JSON at byte 1"},
 		{"not base64", "powertools_base64(detail.orderId)", "powertools_base64"},
-		{"not gzip", "powertools_base64_gzip('aGVsbG8=')", "powertools_base64_gzip"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := dedupe.MustCompileExpr(tt.expr).Key(ev)
@@ -129,5 +129,225 @@ func TestExprPayload(t *testing.T) {
 		if _, err := dedupe.MustCompileExpr(expr).Payload(ev); !errors.Is(err, dedupe.ErrNoFingerprint) {
 			t.Errorf("Payload(%s) = %v, want ErrNoFingerprint", expr, err)
 		}
+	}
+}
+
+// TestCompileExprRefusesWhatFailsEveryEvent checks the refusals of
+// issue 30: variadic functions need an argument, an argument that can
+// never have the type the function takes, and an undefined variable.
+func TestCompileExprRefusesWhatFailsEveryEvent(t *testing.T) {
+	for _, tt := range []struct{ expr, want string }{
+		{"not_null()", "not_null() called with 0 arguments; it takes at least 1"},
+		{"merge()", "merge() called with 0 arguments; it takes at least 1"},
+		{"zip(a)", "zip() called with 1 arguments; it takes at least 2"},
+		{"detail.[not_null()]", "not_null() called with 0 arguments"},
+		{"find_first(a)", "find_first() called with 1 arguments; it takes 2 to 4"},
+		{"lower({a: a})", "lower() argument 1 is always an object; it takes a string"},
+		{"join(',', `1`)", "join() argument 2 is always a number; it takes a list of strings"},
+		{"length(a == b)", "length() argument 1 is always null or a boolean"},
+		{"map(a, b)", "map() argument 1 is always a JSON value; it takes an expression reference (&)"},
+		{"abs('x')", "abs() argument 1 is always a string; it takes a number"},
+		{"a[*].to_number(@) || powertools_json('{')", "fails on every event: powertools_json(): the string is not valid JSON"},
+		{"$x", "variable $x is not defined"},
+	} {
+		if _, err := dedupe.CompileExpr(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompileExpr(%q) = %v, want an error containing %q", tt.expr, err, tt.want)
+		}
+	}
+	for _, ok := range []string{"not_null(a, b)", "merge(a)", "zip(a, b)", "let $x = a in $x.b", "lower(a)", "join(',', a)", "sort_by(a, &b)[0].c"} {
+		if _, err := dedupe.CompileExpr(ok); err != nil {
+			t.Errorf("CompileExpr(%q) = %v, want it compiled", ok, err)
+		}
+	}
+}
+
+// TestExprKeyRefusesMissingValues checks that a key computed from a
+// missing value is refused like a missing field (issue 30): it would be
+// the key of every event without that field.
+func TestExprKeyRefusesMissingValues(t *testing.T) {
+	ev := []byte(`{"id":"e-1","source":"shop","detail":{"amount":1250,"lines":[{"sku":"a","qty":1},{"sku":"b"}]},
+		"Records":[{"eventName":"INSERT","id":"r-1"},{"id":"r-2"}]}`)
+	for _, expr := range []string{
+		"to_string(detail.orderId)",
+		"type(detail.orderId)",
+		"to_array(detail.orderId)",
+		"to_string(detail.[orderId, amount])",
+		"join('-', [id, to_string(detail.orderId)])",
+		"detail.orderId || 'none'",
+		"not_null(detail.orderId, 'none')",
+		"detail.lines[*].qty",
+		"sum(detail.lines[*].qty)",
+		"length(detail.lines[*].qty)",
+		"to_string(detail.nope[*].x)",
+		"[id, to_string(detail.orderId)]",
+		"let $o = detail.orderId in to_string($o)",
+		"detail.orderId == null && 'absent'",
+		"to_string(detail.orderId == 'x')",
+		"[@][?detail.orderId == null].source",
+		"Records[?!eventName].id",
+	} {
+		if k, err := dedupe.MustCompileExpr(expr).Key(ev); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("Key(%s) = %q, %v; want ErrNoKey", expr, k, err)
+		}
+	}
+	// Falling back from one field to another, and filtering on a field
+	// some elements lack, are keys of what the event holds.
+	for expr, want := range map[string]string{
+		"not_null(detail.orderId, id)":       "=se-1|",
+		"detail.orderId || id":               "=se-1|",
+		"Records[?eventName=='INSERT'].id":   "1:sr-1|",
+		"to_string(detail.amount)":           "=s1250|",
+		"detail.lines[0].qty":                "=n1|",
+		"join('-', [source, id])":            "=sshop-e-1|",
+		"detail.lines[?qty].sku":             "1:sa|",
+		"length(detail.lines)":               "=n2|",
+		"[source, detail.amount]":            "2:sshop|n1250|",
+		"let $d = detail in $d.lines[1].sku": "=sb|",
+		"detail.amount > `100` && id":        "=se-1|",
+	} {
+		if k, err := dedupe.MustCompileExpr(expr).Key(ev); err != nil || k != want {
+			t.Errorf("Key(%s) = %q, %v; want %q", expr, k, err, want)
+		}
+	}
+}
+
+// TestExprKeyInjectiveAcrossTypes checks that selections of different
+// types never give one key (issue 30), and that numbers are keyed by
+// their exact value, not through float64.
+func TestExprKeyInjectiveAcrossTypes(t *testing.T) {
+	seen := map[string]string{}
+	for _, v := range []string{`1`, `"1"`, `["1"]`, `[1]`, `[1, "1"]`, `["1", 1]`, `"n1"`, `"s1"`, `["1|"]`, `"1:s1|"`,
+		`1234567890123456789`, `1234567890123456788`, `"1234567890123456789"`, `99999999999999999999999`} {
+		k, err := dedupe.MustCompileExpr("x").Key([]byte(`{"x":` + v + `}`))
+		if err != nil {
+			t.Fatalf("Key of %s: %v", v, err)
+		}
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s and %s give one key %q", v, other, k)
+		}
+		seen[k] = v
+	}
+	// Text that is not UTF-8 is no JSON: decoded, every invalid byte
+	// would be U+FFFD, and "\xff" and "\xfe" one key.
+	for _, raw := range []string{"{\"x\":\"a\xff\"}", "{\"x\":\"a\xfe\"}"} {
+		if k, err := dedupe.MustCompileExpr("x").Key([]byte(raw)); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("Key of %q = %q, %v; want ErrNoKey", raw, k, err)
+		}
+	}
+	// One number, however written, is one key.
+	for _, v := range []string{`100`, `100.0`, `1e2`, `1.00E+2`} {
+		if k, err := dedupe.MustCompileExpr("x").Key([]byte(`{"x":` + v + `}`)); err != nil || k != "=n100|" {
+			t.Errorf("Key of %s = %q, %v; want =n100|", v, k, err)
+		}
+	}
+	for _, v := range []string{`1.5`, `1e-3`, `1e999999999`} {
+		if k, err := dedupe.MustCompileExpr("x").Key([]byte(`{"x":` + v + `}`)); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("Key of %s = %q, %v; want ErrNoKey", v, k, err)
+		}
+	}
+	// A function computes in float64: what it cannot hold exactly is no key.
+	if k, err := dedupe.MustCompileExpr("to_string(x)").Key([]byte(`{"x":1234567890123456789}`)); !errors.Is(err, dedupe.ErrNoKey) {
+		t.Errorf("to_string of a number beyond float64 = %q, %v; want ErrNoKey", k, err)
+	}
+}
+
+// TestExprKeyStable checks that one event always gives one key, whatever
+// Go's map order: the * projection and keys, values and items visit an
+// object in key order.
+func TestExprKeyStable(t *testing.T) {
+	ev := []byte(`{"d":{"k":"v-k","c":"v-c","x":"v-x","a":"v-a","q":"v-q","m":"v-m","b":"v-b","z":"v-z"}}`)
+	for expr, want := range map[string]string{
+		"d.*":                  "8:sv-a|sv-b|sv-c|sv-k|sv-m|sv-q|sv-x|sv-z|",
+		"values(d)":            "8:sv-a|sv-b|sv-c|sv-k|sv-m|sv-q|sv-x|sv-z|",
+		"keys(d)":              "8:sa|sb|sc|sk|sm|sq|sx|sz|",
+		"items(d)[*][1]":       "8:sv-a|sv-b|sv-c|sv-k|sv-m|sv-q|sv-x|sv-z|",
+		"join(',', values(d))": "=sv-a,v-b,v-c,v-k,v-m,v-q,v-x,v-z|",
+	} {
+		for range 50 {
+			if k, err := dedupe.MustCompileExpr(expr).Key(ev); err != nil || k != want {
+				t.Fatalf("Key(%s) = %q, %v; want %q every time", expr, k, err, want)
+			}
+		}
+	}
+}
+
+// TestExprPayloadRefusesNoInformation checks that a fingerprint
+// selection made only of nulls and empty containers is refused like a
+// null one (issue 30): every event whose fields are named otherwise
+// would have one fingerprint.
+func TestExprPayloadRefusesNoInformation(t *testing.T) {
+	ev := []byte(`{"detail":{"total":1250,"curr":"EUR","lines":[],"meta":{},"notes":[null,{"a":[]}]}}`)
+	for _, expr := range []string{
+		"detail.[amount, currency]",
+		"detail.{amount: amount, currency: currency}",
+		"detail.lines[*].price",
+		"detail.lines",
+		"detail.meta",
+		"detail.notes",
+		"[detail.nope, {a: detail.nope2, b: [detail.nope3]}]",
+		"to_string(detail.amount)",
+		"[detail.total, to_string(detail.amount)]",
+		"detail.amount || 'none'",
+	} {
+		if p, err := dedupe.MustCompileExpr(expr).Payload(ev); !errors.Is(err, dedupe.ErrNoFingerprint) {
+			t.Errorf("Payload(%s) = %s, %v; want ErrNoFingerprint", expr, p, err)
+		}
+	}
+	for expr, want := range map[string]string{
+		"detail.[total, currency]":            `[1250,null]`,
+		"detail.{total: total, lines: lines}": `{"lines":[],"total":1250}`,
+		"detail.total":                        `1250`,
+		"`0` == detail.total":                 `false`,
+	} {
+		if p, err := dedupe.MustCompileExpr(expr).Payload(ev); err != nil || string(p) != want {
+			t.Errorf("Payload(%s) = %s, %v; want %s", expr, p, err, want)
+		}
+	}
+	// Numbers selected as they are keep their digits; computed ones must
+	// be exact.
+	big := []byte(`{"a":1234567890123456789,"b":1234567890123456788}`)
+	pa, errA := dedupe.MustCompileExpr("a").Payload(big)
+	pb, errB := dedupe.MustCompileExpr("b").Payload(big)
+	if errA != nil || errB != nil || string(pa) != "1234567890123456789" || string(pa) == string(pb) {
+		t.Errorf("Payload of big numbers = %s, %v and %s, %v; want each exact", pa, errA, pb, errB)
+	}
+	if p, err := dedupe.MustCompileExpr("a + `0`").Payload(big); !errors.Is(err, dedupe.ErrNoFingerprint) {
+		t.Errorf("Payload of a big number through +: %s, %v; want ErrNoFingerprint", p, err)
+	}
+}
+
+// secrets are event values that must never appear in an error or a log
+// line.
+var secrets = []string{"4111111111111111", "737", "alice@example.com", "Alice Liddell"}
+
+// TestExprErrorsNeverQuoteValues checks that refusals name the
+// expression and the kind of what was wrong, never an event value
+// (issue 30): the library's own type errors print the argument.
+func TestExprErrorsNeverQuoteValues(t *testing.T) {
+	ev := []byte(`{"card":{"number":"4111111111111111","cvc":"737"},"email":"alice@example.com","name":"Alice Liddell",
+		"nums":[4111111111111111,737],"body":"{\"cvc\": 737, 4111111111111111}","data":"YWxpY2VAZXhhbXBsZS5jb20"}`)
+	for _, expr := range []string{
+		"powertools_json(card)", "lower(card)", "join(',', nums)", "join(',', card.*)", "powertools_json(body).x",
+		"powertools_json(email)", "powertools_base64(data)", "powertools_base64_gzip(email)", "abs(email)",
+		"sort_by([card, email], &@)", "max_by([card], &number)", "card", "nums", "email == `1` && card",
+		"to_number(email) || card", "starts_with(card, email)", "pad_left(email, `1.5`)", "split(name, ' ', `-1`)",
+	} {
+		e := dedupe.MustCompileExpr(expr)
+		_, kerr := e.Key(ev)
+		_, perr := e.Payload(ev)
+		for _, err := range []error{kerr, perr} {
+			if err == nil {
+				continue
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("%s: the error quotes %q: %v", expr, s, err)
+				}
+			}
+		}
+	}
+	broken := []byte(`{"card":"4111111111111111", "cvc": 737 x}`)
+	if _, err := dedupe.MustCompileExpr("card").Key(broken); err == nil || strings.Contains(err.Error(), "4111") || strings.Contains(err.Error(), "'x'") {
+		t.Errorf("Key of broken JSON: %v; want an error quoting nothing", err)
 	}
 }

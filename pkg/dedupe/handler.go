@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -26,8 +27,9 @@ type HandlerConfig struct {
 	// event identifies the request, as Powertools'
 	// payload_validation_jmespath: a duplicate whose selection differs
 	// is refused with ErrFingerprintMismatch. An event for which it
-	// selects null is refused with ErrNoFingerprint. Empty means the
-	// event type's default (see Handler).
+	// selects no information (Expr.Payload) is refused with
+	// ErrNoFingerprint. Empty means the event type's default (see
+	// Handler).
 	Fingerprint string
 
 	// Scope is a JMESPath expression that names the key space of an
@@ -53,8 +55,8 @@ type HandlerConfig struct {
 // Handler makes a Lambda handler idempotent, as Powertools' idempotent
 // decorator does: the returned function runs h at most once per key and
 // answers a duplicate with the first run's Out, stored JSON-encoded and
-// decoded again (Out must survive encoding/json). The key is selected
-// from the event by cfg.Key, within a scope:
+// decoded again so that it encodes to the same bytes (see Once). The key
+// is selected from the event by cfg.Key, within a scope:
 //
 //	event type                         default scope                       default fingerprint
 //	events.EventBridgeEvent            account, region, source, detail-type  detail
@@ -62,6 +64,10 @@ type HandlerConfig struct {
 //	events.APIGatewayProxyRequest,     route, principal (DefaultPrincipal;
 //	events.LambdaFunctionURLRequest    none: refused unless SharedScope)
 //	any other type                     none: cfg.Scope is required         the whole event
+//
+// Expressions see the event as h sees it: the JSON encoding/json writes
+// for the In the runtime decoded, numbers exact; the whole-event
+// fingerprint is that JSON (CanonicalJSON).
 //
 // The function returns h's own errors (after releasing the key, so a
 // retry runs again), a *ConflictError (in progress: Config.Wait lets it
@@ -74,11 +80,26 @@ type HandlerConfig struct {
 // events.LambdaFunctionURLResponse), all but h's own errors are answered
 // as the HTTP adapters answer them, with a problem response and a nil
 // error: 400 (ProblemKeyUnusable), 409 with Retry-After, 422, 503, 500.
+// An HTTP response (those three, and events.ALBTargetGroupResponse) is
+// stored by the HTTP adapters' rule, DefaultKeep: a 5xx, 408, 425 or 429
+// (or a nil response) releases the key, so that a retry runs h again.
 // A run whose result could not be recorded (ErrNotStored,
-// ErrRanUnguarded) returns h's result and no error: the guard logs it.
+// ErrRanUnguarded) returns h's result and no error: the guard logs it;
+// one whose result could not be encoded returns it with the error
+// (ErrResultUnencodable), since the runtime cannot encode it either.
 //
-// Handler compiles the expressions and checks cfg when it is called, and
-// returns an error naming the field and the fix for a bad one.
+// Handler compiles the expressions and checks cfg and the types when it
+// is called, and returns an error naming the field or type and the fix
+// for what could never work: an expression CompileExpr refuses; a Key or
+// Fingerprint that reads nothing of the event (every event would share
+// it); a Key or Scope that can only select something that is no key (a
+// boolean, an object); a Fingerprint that can only select null; an In
+// that can never be scoped (an events.ALBTargetGroupRequest, a WebSocket
+// or authorizer request, a struct of yours into which the runtime would
+// decode an HTTP request's requestContext, matching names
+// case-insensitively); an Out that can never be stored and replayed (a
+// streamed response, an interface with methods, a type encoding/json
+// always fails on).
 //
 //	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id"}, process)
 //	if err != nil {
@@ -109,11 +130,25 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 	}
 	var zero In
 	kind := kindOf(zero)
+	if err := checkInType(reflect.TypeFor[In]()); err != nil {
+		return nil, err
+	}
 	switch {
 	case kind == customEvent && scope == nil:
 		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Scope is empty and events of type %T have no default scope; set it to an expression that names where the events come from, a literal such as \"'orders-service'\" or a field such as \"tenantId\", so that two sources' keys never meet", zero)
 	case cfg.SharedScope && kind != httpEventKind:
 		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.SharedScope applies to API Gateway and Function URL events only, not to %T; remove it", zero)
+	}
+	if err := checkExprs(key, fp, scope); err != nil {
+		return nil, err
+	}
+	outType := reflect.TypeFor[Out]()
+	if err := checkOutType(outType); err != nil {
+		return nil, err
+	}
+	var keep func(Out) bool
+	if httpResponse(outType) {
+		keep = func(o Out) bool { return keepHTTP(o) }
 	}
 	return func(ctx context.Context, in In) (Out, error) {
 		var out Out
@@ -123,7 +158,7 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 			return problemOr[Out](g, err)
 		}
 		ran := false
-		a, err := Once(ctx, g, k, payload, func(ctx context.Context) (Out, error) {
+		a, err := onceKeep(ctx, g, k, payload, keep, func(ctx context.Context) (Out, error) {
 			ran = true
 			return h(ctx, in)
 		})
@@ -132,9 +167,34 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 			return out, err // h's own error: Lambda's, as in the HTTP adapters
 		case err != nil:
 			return problemOr[Out](g, err)
+		case errors.Is(a.Warning, errUnencodable):
+			// The run is recorded without its result, which the Lambda
+			// runtime could not encode either: say why.
+			return a.Value, a.Warning
 		}
 		return a.Value, nil
 	}, nil
+}
+
+// checkExprs refuses, at construction, key, fingerprint and scope
+// expressions that could never work: a key or fingerprint that reads
+// nothing of the event (every event would share it), and a selection
+// that can never be a key, or is always null.
+func checkExprs(key, fp, scope *Expr) error {
+	const keyKinds = kString | kNumber | kArray
+	switch {
+	case !key.shape.readsEvent():
+		return fmt.Errorf("dedupe: Handler: HandlerConfig.Key %q reads nothing of the event, so every event would have one key; select a field of the event", key.src)
+	case key.shape.kinds&keyKinds == 0:
+		return fmt.Errorf("dedupe: Handler: HandlerConfig.Key %q always selects %s, never a key (a string, a whole number, or a list of them)", key.src, key.shape.kinds)
+	case scope != nil && scope.shape.kinds&keyKinds == 0:
+		return fmt.Errorf("dedupe: Handler: HandlerConfig.Scope %q always selects %s, never a scope (a string, a whole number, or a list of them)", scope.src, scope.shape.kinds)
+	case fp != nil && !fp.shape.readsEvent():
+		return fmt.Errorf("dedupe: Handler: HandlerConfig.Fingerprint %q reads nothing of the event, so every event would have one fingerprint; select the fields that identify the request", fp.src)
+	case fp != nil && fp.shape.kinds&^kNull == 0:
+		return fmt.Errorf("dedupe: Handler: HandlerConfig.Fingerprint %q always selects null", fp.src)
+	}
+	return nil
 }
 
 // ProblemKeyUnusable (400) is the problem Handler answers an HTTP request
@@ -222,13 +282,19 @@ func asHTTPEvent(in any) httpEvent {
 }
 
 // handlerKey returns the guard key and the fingerprinted payload of one
-// event, or the outcome and error that refuse it.
+// event, or the outcome and error that refuse it. Expressions see the
+// event as the handler does: its JSON as encoding/json writes the value
+// the runtime decoded, numbers exact.
 //
-//	handler|<default scope parts>|<Scope parts>|<Key parts>   (see writeParts)
+//	handler|<default scope>|<Scope selection>|<Key selection>   (see keySel.write)
 func handlerKey(in any, kind int, key, fp, scope *Expr, shared bool) (k string, payload []byte, outcome string, err error) {
-	tree, err := eventTree(in)
+	raw, err := json.Marshal(in)
 	if err != nil {
-		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: %w", ErrNoKey, err)
+		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: encode event: %w", ErrNoKey, safeJSONError(err))
+	}
+	tree, err := decodeJSON(raw)
+	if err != nil {
+		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: decode event: %w", ErrNoKey, err)
 	}
 	var defScope []string
 	switch kind {
@@ -261,28 +327,28 @@ func handlerKey(in any, kind int, key, fp, scope *Expr, shared bool) (k string, 
 			}
 		}()
 	default:
-		if m, ok := tree.(map[string]any); ok && m["requestContext"] != nil {
-			return "", nil, OutcomeInvalidRequest, fmt.Errorf("handler: an HTTP request decoded as %T has no known principal; take events.APIGatewayV2HTTPRequest, events.APIGatewayProxyRequest or events.LambdaFunctionURLRequest: %w", in, ErrNoPrincipal)
+		if hasRequestContext(tree) {
+			return "", nil, OutcomeInvalidRequest, fmt.Errorf("handler: an HTTP request decoded as %T has no known principal; %s: %w", in, httpRequestAdvice, ErrNoPrincipal)
 		}
-		if payload, err = json.Marshal(tree); err != nil {
-			return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: %w", ErrNoFingerprint, err)
-		}
+		// The whole event, as the handler sees it: encoding/json's
+		// encoding of the decoded value, exact (never through float64).
+		payload = raw
 	}
 	var b strings.Builder
 	b.WriteString("handler|")
-	writeParts(&b, defScope)
+	stringSel(defScope...).write(&b)
 	if scope != nil {
-		parts, err := scope.keyParts(tree)
+		sel, err := scope.keySel(tree)
 		if err != nil {
 			return "", nil, OutcomeInvalidKey, fmt.Errorf("scope: %w", err)
 		}
-		writeParts(&b, parts)
+		sel.write(&b)
 	}
-	parts, err := key.keyParts(tree)
+	sel, err := key.keySel(tree)
 	if err != nil {
 		return "", nil, OutcomeInvalidKey, err
 	}
-	writeParts(&b, parts)
+	sel.write(&b)
 	if fp != nil {
 		if payload, err = fp.payload(tree); err != nil {
 			return "", nil, OutcomeInvalidRequest, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -263,6 +265,436 @@ func TestHandlerCustomEvent(t *testing.T) {
 		got, err := h(ctx, tt.in)
 		if got != tt.want || runs != tt.wantRuns || !errors.Is(err, tt.wantErr) {
 			t.Errorf("%+v: got %+v, %v after %d runs; want %+v, %v after %d", tt.in, got, err, runs, tt.want, tt.wantErr, tt.wantRuns)
+		}
+	}
+}
+
+// TestHandlerRefusesTypesAndExpressions checks the refusals issue 30
+// moved to construction: what the types or the expressions already
+// decide is refused by Handler, naming the type or the field and what to
+// do instead.
+func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t"})
+	refuse := func(name string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Handler = %v, want an error containing %q", name, err, want)
+		}
+	}
+	type untagged struct {
+		RequestContext map[string]any
+		Body           string
+	}
+	type lowerTag struct {
+		Ctx  map[string]any `json:"requestcontext"`
+		Body string
+	}
+	type inner struct{ RequestContext struct{ APIID string } }
+	type embedded struct {
+		inner
+		Body string
+	}
+	type embeddedPtr struct {
+		*inner
+		Body string
+	}
+	type extended struct {
+		events.APIGatewayV2HTTPRequest
+		Note string
+	}
+	cfg := dedupe.HandlerConfig{Key: "id", Scope: "'svc'"}
+	_, err := dedupe.Handler(g, cfg, func(context.Context, untagged) (string, error) { return "", nil })
+	refuse("untagged RequestContext", err, "field RequestContext receives the requestContext")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, lowerTag) (string, error) { return "", nil })
+	refuse("requestcontext tag", err, "field Ctx receives the requestContext")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, *embedded) (string, error) { return "", nil })
+	refuse("embedded", err, "field inner.RequestContext")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, embeddedPtr) (string, error) { return "", nil })
+	refuse("embedded pointer", err, "field inner.RequestContext")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, extended) (string, error) { return "", nil })
+	refuse("extended HTTP request", err, "take events.APIGatewayV2HTTPRequest")
+
+	_, err = dedupe.Handler(g, cfg, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+		return events.ALBTargetGroupResponse{}, nil
+	})
+	refuse("ALB", err, "events of type events.ALBTargetGroupRequest cannot be scoped: an ALB request names no caller; call Guard.Do")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{}, nil
+	})
+	refuse("WebSocket", err, "cannot be scoped: a WebSocket message")
+
+	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (*events.LambdaFunctionURLStreamingResponse, error) { return nil, nil })
+	refuse("streamed", err, "are streamed")
+	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (fmt.Stringer, error) { return nil, nil })
+	refuse("interface", err, "cannot fill an interface with methods")
+	type withChan struct {
+		ID   string
+		Done chan struct{}
+	}
+	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (withChan, error) { return withChan{}, nil })
+	refuse("chan field", err, "field Done is a chan")
+
+	for _, tt := range []struct{ name, key, fp, scope, want string }{
+		{"constant key", "'order'", "", "", "HandlerConfig.Key \"'order'\" reads nothing of the event"},
+		{"boolean key", "id == 'x'", "", "", "always selects null or a boolean, never a key"},
+		{"object key", "{id: id}", "", "", "always selects an object"},
+		{"constant fingerprint", "id", "`{\"v\": 1}`", "", "HandlerConfig.Fingerprint \"`{\\\"v\\\": 1}`\" reads nothing of the event"},
+		{"boolean scope", "id", "", "tenant == 'a'", "HandlerConfig.Scope \"tenant == 'a'\" always selects"},
+		{"variadic without arguments", "not_null()", "", "", "not_null() called with 0 arguments"},
+	} {
+		scope := tt.scope
+		if scope == "" {
+			scope = "'svc'"
+		}
+		_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: tt.key, Fingerprint: tt.fp, Scope: scope},
+			func(context.Context, order) (string, error) { return "", nil })
+		refuse(tt.name, err, tt.want)
+	}
+}
+
+// TestHandlerRequestContextInAMap checks that an HTTP request decoded
+// into a map is refused however the runtime spelled requestContext.
+func TestHandlerRequestContextInAMap(t *testing.T) {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+		func(context.Context, map[string]any) (string, error) { t.Error("ran"); return "", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"requestContext", "RequestContext", "requestcontext"} {
+		if _, err := h(context.Background(), map[string]any{"id": "1", name: map[string]any{"apiId": "a"}}); !errors.Is(err, dedupe.ErrNoPrincipal) {
+			t.Errorf("%s: %v, want ErrNoPrincipal", name, err)
+		}
+	}
+}
+
+// account is a custom event whose IDs do not fit a float64.
+type account struct {
+	Tenant  string `json:"tenant"`
+	ID      string `json:"id"`
+	Account int64  `json:"account"`
+}
+
+// TestHandlerDefaultFingerprintExact checks that the default "whole
+// event" fingerprint of a custom type is exact (issue 30): two accounts
+// one apart, beyond float64's exact range, are two requests.
+func TestHandlerDefaultFingerprintExact(t *testing.T) {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	runs := 0
+	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		func(_ context.Context, a account) (int64, error) { runs++; return a.Account, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := h(ctx, account{"acme", "transfer-1", 1234567890123456789})
+	if err != nil || first != 1234567890123456789 {
+		t.Fatalf("first = %d, %v", first, err)
+	}
+	again, err := h(ctx, account{"acme", "transfer-1", 1234567890123456789})
+	if err != nil || again != first || runs != 1 {
+		t.Errorf("retry = %d, %v after %d runs; want the replay", again, err, runs)
+	}
+	other, err := h(ctx, account{"acme", "transfer-1", 1234567890123456788})
+	if !errors.Is(err, dedupe.ErrFingerprintMismatch) || runs != 1 {
+		t.Errorf("the neighbouring account with the same key = %d, %v after %d runs; want ErrFingerprintMismatch, never the first account's answer", other, err, runs)
+	}
+	// Keyed by the account itself, the two are two keys.
+	byAccount, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "account", Scope: "tenant"},
+		func(_ context.Context, a account) (int64, error) { runs++; return a.Account, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, errA := byAccount(ctx, account{"acme", "x", 1234567890123456789})
+	b, errB := byAccount(ctx, account{"acme", "x", 1234567890123456788})
+	if errA != nil || errB != nil || a == b || runs != 3 {
+		t.Errorf("keyed by account: %d, %v and %d, %v after %d runs; want two runs", a, errA, b, errB, runs)
+	}
+}
+
+// TestHandlerRawEventFingerprint checks that the whole-event fingerprint
+// of a raw JSON event keeps what decoding it may tell apart: duplicate
+// members in their order and big numbers.
+func TestHandlerRawEventFingerprint(t *testing.T) {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	runs := 0
+	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+		func(_ context.Context, raw json.RawMessage) (string, error) { runs++; return string(raw), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, ev := range []string{`{"id":"k","amount":1,"amount":2}`, `{"id":"k","amount":2,"amount":1}`, `{"id":"k","n":9007199254740993}`, `{"id":"k","n":9007199254740992}`} {
+		if i%2 == 0 {
+			g = dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+			h, _ = dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+				func(_ context.Context, raw json.RawMessage) (string, error) { runs++; return string(raw), nil })
+			if _, err := h(ctx, json.RawMessage(ev)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got, err := h(ctx, json.RawMessage(ev)); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+			t.Errorf("%s after its neighbour: %q, %v; want ErrFingerprintMismatch", ev, got, err)
+		}
+	}
+}
+
+// receiptOut is a result whose MarshalJSON fails or panics after the
+// work is done.
+type receiptOut struct {
+	ID   string
+	mode string // "panic", "error" or ""
+}
+
+func (r receiptOut) MarshalJSON() ([]byte, error) {
+	switch r.mode {
+	case "panic":
+		var m map[string]int
+		m["boom"]++ // a nil map: a panic of the runtime
+	case "error":
+		return nil, errors.New("no encoding today")
+	}
+	return json.Marshal(map[string]string{"id": r.ID})
+}
+
+func (r *receiptOut) UnmarshalJSON(b []byte) error {
+	var m map[string]string
+	err := json.Unmarshal(b, &m)
+	r.ID = m["id"]
+	return err
+}
+
+// TestHandlerResultEncodingFails checks that a result whose encoding
+// fails or panics after h returned records that the work ran (issue 30):
+// a retry never runs h again, it gets ErrResultOmitted.
+func TestHandlerResultEncodingFails(t *testing.T) {
+	for _, mode := range []string{"panic", "error"} {
+		t.Run(mode, func(t *testing.T) {
+			g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+			runs := 0
+			h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+				func(_ context.Context, o order) (receiptOut, error) {
+					runs++
+					return receiptOut{ID: o.ID, mode: mode}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := h(ctx, order{"acme", "o-1", 10}); !errors.Is(err, dedupe.ErrResultUnencodable) || runs != 1 {
+				t.Errorf("first: %v after %d runs; want ErrResultUnencodable", err, runs)
+			}
+			if _, err := h(ctx, order{"acme", "o-1", 10}); !errors.Is(err, dedupe.ErrResultOmitted) || runs != 1 {
+				t.Errorf("retry: %v after %d runs; want ErrResultOmitted and no second run", err, runs)
+			}
+		})
+	}
+	// Once keeps the value and says why it was not recorded with it.
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	a, err := dedupe.Once(context.Background(), g, "k", nil, func(context.Context) (receiptOut, error) { return receiptOut{ID: "r", mode: "panic"}, nil })
+	if err != nil || a.Value.ID != "r" || !a.Recorded || !errors.Is(a.Warning, dedupe.ErrResultUnencodable) || !strings.Contains(a.Warning.Error(), "panicked: assignment to entry in nil map") {
+		t.Errorf("Once with a panicking MarshalJSON = %+v, %v; want the value, recorded, with ErrResultUnencodable naming the panic", a, err)
+	}
+}
+
+// TestHandlerHTTPResultsKeptAsAdapters checks that HTTP responses are
+// stored by the HTTP adapters' rule (issue 30): a 5xx, 408, 425 or 429,
+// or a nil response, releases the key, and the retry runs again.
+func TestHandlerHTTPResultsKeptAsAdapters(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		stored bool
+	}{{201, true}, {409, true}, {500, false}, {503, false}, {429, false}, {408, false}, {425, false}} {
+		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+		runs := 0
+		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+			func(context.Context, order) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: tt.status}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if resp, err := h(context.Background(), order{"acme", "o-1", 1}); err != nil || resp.StatusCode != tt.status {
+				t.Errorf("%d: %d, %v", tt.status, resp.StatusCode, err)
+			}
+		}
+		if want := map[bool]int{true: 1, false: 2}[tt.stored]; runs != want {
+			t.Errorf("status %d: %d runs for two calls, want %d", tt.status, runs, want)
+		}
+	}
+	// Pointers too, and a nil response is never stored.
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	runs := 0
+	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		func(context.Context, order) (*events.ALBTargetGroupResponse, error) {
+			runs++
+			if runs == 1 {
+				return nil, nil
+			}
+			return &events.ALBTargetGroupResponse{StatusCode: 503}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h(context.Background(), order{"acme", "o-1", 1})
+	}
+	if runs != 3 {
+		t.Errorf("nil, then 503 responses: %d runs for three calls, want 3", runs)
+	}
+}
+
+// TestHandlerReplaysExactly checks that a duplicate gets the first
+// caller's answer byte for byte, or none (issue 30): int64 values in a
+// map, a struct in an any.
+func TestHandlerReplaysExactly(t *testing.T) {
+	type unsorted struct {
+		Zeta  int64 `json:"zeta"`
+		Alpha string
+	}
+	type holder struct{ V any }
+	ctx := context.Background()
+	check := func(name string, run func() (first, replay any, err error)) {
+		t.Helper()
+		first, replay, err := run()
+		a, _ := json.Marshal(first)
+		b, _ := json.Marshal(replay)
+		if err != nil || string(a) != string(b) {
+			t.Errorf("%s: first %s, replay %s, %v; want the same bytes", name, a, b, err)
+		}
+	}
+	newHandler := func() *dedupe.Guard {
+		return dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+	}
+	check("map of int64", func() (any, any, error) {
+		h, _ := dedupe.Handler(newHandler(), dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+			func(context.Context, order) (map[string]any, error) {
+				return map[string]any{"n": int64(9007199254740993), "f": 0.1, "s": "<&>"}, nil
+			})
+		a, _ := h(ctx, order{"acme", "o", 1})
+		b, err := h(ctx, order{"acme", "o", 1})
+		return a, b, err
+	})
+	check("struct in any", func() (any, any, error) {
+		h, _ := dedupe.Handler(newHandler(), dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+			func(context.Context, order) (any, error) { return unsorted{Zeta: 9007199254740993, Alpha: "a"}, nil })
+		a, _ := h(ctx, order{"acme", "o", 1})
+		b, err := h(ctx, order{"acme", "o", 1})
+		return a, b, err
+	})
+	// A struct held by an interface field cannot be decoded back as it
+	// was: the run is recorded without it, and a duplicate gets no answer
+	// rather than another one.
+	g := newHandler()
+	runs := 0
+	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		func(context.Context, order) (holder, error) {
+			runs++
+			return holder{V: unsorted{Zeta: 1, Alpha: "a"}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := h(ctx, order{"acme", "o", 1}); err != nil || first.V == nil {
+		t.Errorf("first = %+v, %v; want the value", first, err)
+	}
+	if dup, err := h(ctx, order{"acme", "o", 1}); !errors.Is(err, dedupe.ErrResultOmitted) || runs != 1 {
+		t.Errorf("duplicate = %+v, %v after %d runs; want ErrResultOmitted, no second run", dup, err, runs)
+	}
+}
+
+// TestHandlerLogsNoEventValues checks that neither the errors Handler
+// returns nor the guard's log lines quote an event value (issue 30).
+func TestHandlerLogsNoEventValues(t *testing.T) {
+	var logs strings.Builder
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	type payment struct {
+		Tenant string            `json:"tenant"`
+		ID     any               `json:"id"`
+		Card   map[string]string `json:"card"`
+		Email  string            `json:"email"`
+		Name   string            `json:"name"`
+	}
+	ev := payment{Tenant: "acme", ID: map[string]any{"n": "4111111111111111"}, Card: map[string]string{"number": "4111111111111111", "cvc": "737"}, Email: "alice@example.com", Name: "Alice Liddell"}
+	var errs []error
+	for _, tt := range []struct{ key, fp string }{
+		{"lower(card)", ""}, {"powertools_json(card)", ""}, {"join(',', [email, card.cvc, `1`][2:])", ""},
+		{"id", ""}, {"powertools_json(email).x", ""}, {"email", "abs(name)"}, {"email", "powertools_json(name)"},
+		{"email", "to_string(nope)"}, {"card.number", "[nope]"},
+	} {
+		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: tt.key, Fingerprint: tt.fp, Scope: "tenant"},
+			func(context.Context, payment) (string, error) { return "", nil })
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.key, tt.fp, err)
+		}
+		_, err = h(context.Background(), ev)
+		if err == nil && tt.key != "email" && tt.key != "card.number" {
+			t.Errorf("%s: no error", tt.key)
+		}
+		errs = append(errs, err)
+	}
+	for _, err := range errs {
+		for _, s := range secrets {
+			if err != nil && strings.Contains(err.Error(), s) {
+				t.Errorf("error quotes %q: %v", s, err)
+			}
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("log quotes %q:\n%s", s, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "lower() argument 1 is an object") {
+		t.Errorf("log does not say what was refused:\n%s", logs.String())
+	}
+}
+
+// discardLogger is the Logger of guards whose refusals a test provokes.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestHandlerRefusesEmptySelections checks, on EventBridge events that
+// name their fields otherwise than the expressions, that no event is
+// answered with another's result (issue 30): the fingerprint that
+// selects [null, null] and the key computed from a missing field are
+// refused, and the handler never runs for them.
+func TestHandlerRefusesEmptySelections(t *testing.T) {
+	var ev events.EventBridgeEvent
+	fixture(t, "eventbridge-event.json", &ev)
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "billing", Logger: discardLogger()})
+	runs := 0
+	bill := func(_ context.Context, ev events.EventBridgeEvent) (string, error) {
+		runs++
+		return string(ev.Detail), nil
+	}
+	ctx := context.Background()
+	first := ev
+	first.Detail = json.RawMessage(`{"orderId":"ord_1","total":1250,"cur":"EUR"}`)
+	second := ev
+	second.Detail = json.RawMessage(`{"orderId":"ord_1","total":9999,"cur":"EUR"}`)
+	for _, fp := range []string{"detail.[amount, currency]", "detail.{amount: amount, currency: currency}", "detail.lines[*].price", "to_string(detail.amount)"} {
+		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "detail.orderId", Fingerprint: fp}, bill)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []events.EventBridgeEvent{first, second} {
+			if got, err := h(ctx, e); !errors.Is(err, dedupe.ErrNoFingerprint) || runs != 0 {
+				t.Errorf("Fingerprint %s: %q, %v after %d runs; want ErrNoFingerprint, no run", fp, got, err, runs)
+			}
+		}
+	}
+	for _, key := range []string{"to_string(detail.order_id)", "type(detail.order_id)", "detail.order_id || 'none'", "not_null(detail.order_id, 'none')"} {
+		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: key}, bill)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []events.EventBridgeEvent{first, second} {
+			if got, err := h(ctx, e); !errors.Is(err, dedupe.ErrNoKey) || runs != 0 {
+				t.Errorf("Key %s: %q, %v after %d runs; want ErrNoKey, no run", key, got, err, runs)
+			}
 		}
 	}
 }

@@ -86,6 +86,7 @@ func CheckConfigs(t *testing.T, cfg ConfigCheck) {
 		}
 	}
 	t.Logf("CheckConfigs: %d histories, %d refused at construction", n, refused)
+	checkHandlersOn(t, cfg.NewStore, n, seed) // Handler, its types and expressions: handlercheck.go
 }
 
 // configHistory is one history of CheckConfigs: a configuration, the

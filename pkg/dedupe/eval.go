@@ -1,0 +1,668 @@
+package dedupe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	jmespath "github.com/jmespath-community/go-jmespath"
+	"github.com/jmespath-community/go-jmespath/pkg/parsing"
+	"github.com/jmespath-community/go-jmespath/pkg/util"
+)
+
+// The evaluator below runs JMESPath over an event decoded with
+// json.Decoder.UseNumber, and tracks, beside every value, what it derives
+// from. It exists because the library's own interpreter cannot say
+// whether a key came from a missing field (to_string(orderId) of an event
+// without one is "null", as for every other such event), rounds every
+// number through float64, visits objects in Go's random map order, and
+// prints the values of the arguments it refuses.
+//
+// Its results are the library's on the same data, with three exceptions:
+// numbers selected from the event keep their exact text (json.Number)
+// until an operator or function needs a float64; objects are visited in
+// key order (values, keys, items, the * projection), so that one event
+// always gives one key; and an error in the left side of a projection or
+// filter is an error, not null.
+
+// val is a value in an evaluation and what it derives from.
+type val struct {
+	v any
+	// missing: v is null or was computed from a null (a missing field),
+	// a projection dropped a null, or a fallback chose a literal because
+	// a value was missing or empty. Keys refuse it.
+	missing bool
+	// masked: an operator or function turned a missing value into a
+	// non-null one (to_string(null) is "null", type(null) "null", a
+	// literal fallback). Fingerprints refuse it.
+	masked bool
+	// inexact: a number float64 cannot hold exactly (its shortest
+	// float64 form has another value) went into an operator, function or
+	// filter. Keys and fingerprints refuse it.
+	inexact bool
+	// konst: computed from literals alone, not from the event.
+	konst bool
+}
+
+// or returns v with the provenance of w added (konst only if both are).
+func (v val) or(w val) val {
+	v.missing = v.missing || w.missing
+	v.masked = v.masked || w.masked
+	v.inexact = v.inexact || w.inexact
+	v.konst = v.konst && w.konst
+	return v
+}
+
+// derived returns a value computed by an operator or function from
+// inputs whose provenance is from.
+func derived(x any, from val) val {
+	return val{v: x, missing: from.missing || x == nil, masked: from.masked || (from.missing && x != nil), inexact: from.inexact, konst: from.konst}
+}
+
+// evaluator evaluates one expression against one event.
+type evaluator struct {
+	root  any
+	vars  map[string]val
+	funcs map[string]jmespath.FunctionEntry
+}
+
+// evalError is an error of evaluation. Its message names functions,
+// argument positions and kinds, never a value.
+type evalError struct{ err error }
+
+func (e *evalError) Error() string { return e.err.Error() }
+func (e *evalError) Unwrap() error { return e.err }
+
+func evalErrorf(format string, args ...any) error {
+	return &evalError{fmt.Errorf(format, args...)}
+}
+
+func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
+	switch n.NodeType {
+	case parsing.ASTLiteral:
+		return val{v: n.Value, konst: true, missing: n.Value == nil}, nil
+	case parsing.ASTIdentity, parsing.ASTCurrentNode:
+		return in, nil
+	case parsing.ASTRootNode:
+		return val{v: e.root}, nil
+	case parsing.ASTField:
+		m, _ := in.v.(map[string]any)
+		x := m[n.Value.(string)]
+		in.v, in.missing = x, in.missing || x == nil
+		return in, nil
+	case parsing.ASTIndex:
+		list, _ := in.v.([]any)
+		i := n.Value.(int)
+		if i < 0 {
+			i += len(list)
+		}
+		var x any
+		if i >= 0 && i < len(list) {
+			x = list[i]
+		}
+		in.v, in.missing = x, in.missing || x == nil
+		return in, nil
+	case parsing.ASTSlice:
+		params := util.MakeSliceParams(n.Value.([]*int))
+		var x any
+		switch s := in.v.(type) {
+		case []any:
+			r, err := util.Slice(s, params)
+			if err != nil {
+				return val{}, evalErrorf("slice: %v", err)
+			}
+			x = r
+		case string:
+			if r, err := util.Slice([]rune(s), params); err == nil {
+				x = string(r)
+			}
+		}
+		in.v, in.missing = x, in.missing || x == nil
+		return in, nil
+	case parsing.ASTSubexpression, parsing.ASTIndexExpression:
+		left, err := e.eval(n.Children[0], in)
+		if err != nil || left.v == nil {
+			left.missing = true
+			return left, err
+		}
+		return e.eval(n.Children[1], left)
+	case parsing.ASTPipe:
+		cur := in
+		for _, c := range n.Children {
+			var err error
+			if cur, err = e.eval(c, cur); err != nil {
+				return val{}, err
+			}
+		}
+		return cur, nil
+	case parsing.ASTProjection, parsing.ASTValueProjection, parsing.ASTFilterProjection:
+		return e.project(n, in)
+	case parsing.ASTFlatten:
+		left, err := e.eval(n.Children[0], in)
+		if err != nil {
+			return val{}, err
+		}
+		list, ok := left.v.([]any)
+		if !ok {
+			left.v, left.missing = nil, true
+			return left, nil
+		}
+		flat := []any{}
+		for _, x := range list {
+			if sub, ok := x.([]any); ok {
+				flat = append(flat, sub...)
+			} else {
+				flat = append(flat, x)
+			}
+		}
+		left.v = flat
+		left.missing = left.missing || slices.Contains(flat, nil)
+		return left, nil
+	case parsing.ASTMultiSelectList:
+		out := val{v: []any{}, konst: true}
+		list := make([]any, 0, len(n.Children))
+		for _, c := range n.Children {
+			x, err := e.eval(c, in)
+			if err != nil {
+				return val{}, err
+			}
+			list = append(list, x.v)
+			out = out.or(x)
+		}
+		out.v = list
+		return out, nil
+	case parsing.ASTMultiSelectHash:
+		out := val{konst: true}
+		m := make(map[string]any, len(n.Children))
+		for _, c := range n.Children {
+			x, err := e.eval(c, in)
+			if err != nil {
+				return val{}, err
+			}
+			m[c.Value.(string)] = x.v
+			out = out.or(x)
+		}
+		out.v = m
+		return out, nil
+	case parsing.ASTKeyValPair:
+		return e.eval(n.Children[0], in)
+	case parsing.ASTOrExpression:
+		left, err := e.eval(n.Children[0], in)
+		if err != nil || !util.IsFalse(left.v) {
+			return left, err
+		}
+		right, err := e.eval(n.Children[1], in)
+		if err != nil {
+			return val{}, err
+		}
+		right.inexact = right.inexact || left.inexact
+		if right.konst {
+			// A literal default taken because the left side is missing or
+			// empty: every such event would get the same value.
+			right.missing, right.masked = true, true
+		}
+		return right, nil
+	case parsing.ASTAndExpression:
+		left, err := e.eval(n.Children[0], in)
+		if err != nil || util.IsFalse(left.v) {
+			return left, err
+		}
+		right, err := e.eval(n.Children[1], in)
+		if err != nil {
+			return val{}, err
+		}
+		right = right.or(val{missing: left.missing, masked: left.missing, inexact: left.inexact, konst: true})
+		return right, nil
+	case parsing.ASTNotExpression:
+		x, err := e.eval(n.Children[0], in)
+		if err != nil {
+			return val{}, err
+		}
+		return derived(util.IsFalse(x.v), x), nil
+	case parsing.ASTComparator:
+		return e.compare(n, in)
+	case parsing.ASTArithmeticExpression, parsing.ASTArithmeticUnaryExpression:
+		return e.arithmetic(n, in)
+	case parsing.ASTFunctionExpression:
+		return e.call(n, in)
+	case parsing.ASTExpRef:
+		return val{}, evalErrorf("an expression reference (&) outside a function argument")
+	case parsing.ASTLetExpression:
+		saved := e.vars
+		defer func() { e.vars = saved }()
+		vars := make(map[string]val, len(saved)+len(n.Children[0].Children))
+		for k, v := range saved {
+			vars[k] = v
+		}
+		for _, b := range n.Children[0].Children {
+			x, err := e.eval(b.Children[1], in)
+			if err != nil {
+				return val{}, err
+			}
+			vars[b.Children[0].Value.(string)] = x
+		}
+		e.vars = vars
+		return e.eval(n.Children[1], in)
+	case parsing.ASTVariable:
+		x, ok := e.vars[n.Value.(string)]
+		if !ok {
+			return val{}, evalErrorf("variable %s is not defined", n.Value)
+		}
+		return x, nil
+	}
+	return val{}, evalErrorf("unsupported expression node %s", n.NodeType)
+}
+
+// project evaluates a list projection (a[*].b, a[].b, a[1:].b), a filter
+// projection (a[?c].b) or an object projection (a.*.b). A null that the
+// projection drops makes the result missing, as a null element would.
+func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
+	left, err := e.eval(n.Children[0], in)
+	if err != nil {
+		return val{}, err
+	}
+	var elems []any
+	switch x := left.v.(type) {
+	case []any:
+		if n.NodeType != parsing.ASTValueProjection {
+			elems = x
+		}
+	case map[string]any:
+		if n.NodeType == parsing.ASTValueProjection {
+			for _, k := range sortedKeys(x) {
+				elems = append(elems, x[k])
+			}
+			if elems == nil {
+				elems = []any{}
+			}
+		}
+	case string:
+		// a string slice (s[::-1]) is a projection over the string.
+		if c := n.Children[0]; n.NodeType == parsing.ASTProjection && c.NodeType == parsing.ASTIndexExpression &&
+			len(c.Children) > 1 && c.Children[1].NodeType == parsing.ASTSlice {
+			return left, nil
+		}
+	}
+	if elems == nil {
+		left.v, left.missing = nil, true
+		return left, nil
+	}
+	out := left
+	out.v = nil
+	collected := []any{}
+	for _, x := range elems {
+		elem := left
+		elem.v = x
+		if n.NodeType == parsing.ASTFilterProjection {
+			cond, err := e.eval(n.Children[2], elem)
+			if err != nil {
+				return val{}, err
+			}
+			// A filter only chooses elements: a missing field in its
+			// condition excludes the element, as any other false would.
+			// But an element chosen because a value is missing
+			// ([?orderId == null]) is chosen for every event without it.
+			// An inexact number may have chosen wrongly.
+			out.inexact = out.inexact || cond.inexact
+			if util.IsFalse(cond.v) {
+				continue
+			}
+			if cond.missing {
+				out.missing, out.masked = true, true
+			}
+		}
+		r, err := e.eval(n.Children[1], elem)
+		if err != nil {
+			return val{}, err
+		}
+		if r.v == nil {
+			out.missing = true
+			continue
+		}
+		collected = append(collected, r.v)
+		out = out.or(r)
+	}
+	out.v = collected
+	return out, nil
+}
+
+// compare evaluates ==, !=, <, <=, >, >=.
+func (e *evaluator) compare(n parsing.ASTNode, in val) (val, error) {
+	left, err := e.eval(n.Children[0], in)
+	if err != nil {
+		return val{}, err
+	}
+	right, err := e.eval(n.Children[1], in)
+	if err != nil {
+		return val{}, err
+	}
+	from := left.or(right)
+	l, lossyL := floats(left.v)
+	r, lossyR := floats(right.v)
+	from.inexact = from.inexact || lossyL || lossyR
+	switch n.Value {
+	case parsing.TOKEQ:
+		return derived(util.ObjsEqual(l, r), from), nil
+	case parsing.TOKNE:
+		return derived(!util.ObjsEqual(l, r), from), nil
+	}
+	a, ok1 := l.(float64)
+	b, ok2 := r.(float64)
+	if !ok1 || !ok2 {
+		return derived(nil, from), nil
+	}
+	var res bool
+	switch n.Value {
+	case parsing.TOKGT:
+		res = a > b
+	case parsing.TOKGTE:
+		res = a >= b
+	case parsing.TOKLT:
+		res = a < b
+	case parsing.TOKLTE:
+		res = a <= b
+	}
+	return derived(res, from), nil
+}
+
+// arithmetic evaluates + - * / % // and unary + -.
+func (e *evaluator) arithmetic(n parsing.ASTNode, in val) (val, error) {
+	var from val
+	nums := make([]float64, 0, 2)
+	ok := true
+	for i, c := range n.Children {
+		x, err := e.eval(c, in)
+		if err != nil {
+			return val{}, err
+		}
+		if i == 0 {
+			from = x
+		} else {
+			from = from.or(x)
+		}
+		f, lossy := floats(x.v)
+		from.inexact = from.inexact || lossy
+		num, isNum := f.(float64)
+		ok = ok && isNum
+		nums = append(nums, num)
+	}
+	if !ok {
+		return derived(nil, from), nil
+	}
+	if n.NodeType == parsing.ASTArithmeticUnaryExpression {
+		if n.Value == parsing.TOKMinus {
+			return derived(-nums[0], from), nil
+		}
+		return derived(nums[0], from), nil
+	}
+	a, b := nums[0], nums[1]
+	var res float64
+	switch n.Value {
+	case parsing.TOKPlus:
+		res = a + b
+	case parsing.TOKMinus:
+		res = a - b
+	case parsing.TOKStar, parsing.TOKMultiply:
+		res = a * b
+	case parsing.TOKDivide:
+		res = a / b
+	case parsing.TOKModulo:
+		res = math.Mod(a, b)
+	case parsing.TOKDiv:
+		res = math.Floor(a / b)
+	default:
+		return val{}, evalErrorf("unsupported arithmetic operator")
+	}
+	return derived(res, from), nil
+}
+
+// call evaluates a function call. Its arguments are checked against the
+// function's signature here, so that a refusal names the function, the
+// argument and its kind, never its value.
+func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
+	name := n.Value.(string)
+	f, ok := e.funcs[name]
+	if !ok {
+		return val{}, evalErrorf("unknown function %s()", name)
+	}
+	from := val{konst: true}
+	args := make([]any, len(n.Children))
+	vals := make([]val, len(n.Children))
+	for i, c := range n.Children {
+		if c.NodeType == parsing.ASTExpRef {
+			body := c.Children[0]
+			args[i] = func(data any) (any, error) {
+				r, err := e.eval(body, val{v: data})
+				if err != nil {
+					return nil, err
+				}
+				// What the reference computed from each element counts
+				// as an input of the function.
+				from = from.or(r)
+				from.missing = from.missing || r.v == nil
+				f, lossy := floats(r.v)
+				from.inexact = from.inexact || lossy
+				return f, nil
+			}
+			vals[i] = val{v: args[i], konst: true}
+			continue
+		}
+		x, err := e.eval(c, in)
+		if err != nil {
+			return val{}, err
+		}
+		vals[i] = x
+		from = from.or(x)
+		var lossy bool
+		args[i], lossy = floats(x.v)
+		from.inexact = from.inexact || lossy
+	}
+	if name == "not_null" {
+		// not_null returns one of its arguments as it is: its provenance
+		// is that argument's, except that a literal taken because the
+		// arguments before it were null is missing.
+		for i, x := range vals {
+			if x.v != nil {
+				if x.konst && i > 0 {
+					x.missing, x.masked = true, true
+				}
+				return x, nil
+			}
+		}
+		return derived(nil, from), nil
+	}
+	if err := checkArgs(name, f.Arguments, args); err != nil {
+		return val{}, err
+	}
+	res, err := f.Handler(args)
+	if err != nil {
+		if ee := (*evalError)(nil); errors.As(err, &ee) {
+			return val{}, err
+		}
+		// JMESPath's own functions fail with fixed messages, which
+		// quote no argument.
+		return val{}, evalErrorf("%s(): %w", name, err)
+	}
+	return derived(res, from), nil
+}
+
+// checkArgs checks args against the signature of function name, as the
+// library's interpreter does, and says what is wrong without the value.
+func checkArgs(name string, specs []jmespath.ArgSpec, args []any) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	for i, a := range args {
+		spec := specs[min(i, len(specs)-1)]
+		if i >= len(specs) && !spec.Variadic {
+			return evalErrorf("%s() called with %d arguments", name, len(args))
+		}
+		if !argMatches(spec, a) {
+			return evalErrorf("%s() argument %d is %s; it takes %s", name, i+1, jsonKind(a), specKinds(spec))
+		}
+	}
+	return nil
+}
+
+// argMatches reports whether arg has one of spec's types.
+func argMatches(spec jmespath.ArgSpec, arg any) bool {
+	for _, t := range spec.Types {
+		switch t {
+		case jmespath.JpAny:
+			return true
+		case jmespath.JpNumber:
+			if _, ok := arg.(float64); ok {
+				return true
+			}
+		case jmespath.JpString:
+			if _, ok := arg.(string); ok {
+				return true
+			}
+		case jmespath.JpArray, jmespath.JpArrayArray:
+			if _, ok := arg.([]any); ok {
+				return true
+			}
+		case jmespath.JpObject:
+			if _, ok := arg.(map[string]any); ok {
+				return true
+			}
+		case jmespath.JpArrayNumber:
+			if _, ok := util.ToArrayNum(arg); ok {
+				return true
+			}
+		case jmespath.JpArrayString:
+			if _, ok := util.ToArrayStr(arg); ok {
+				return true
+			}
+		case jmespath.JpExpref:
+			if _, ok := arg.(func(any) (any, error)); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// floats returns v with every json.Number as the float64 JMESPath's
+// functions and operators take, and reports whether one of them changed
+// value on the way (its shortest float64 form has another value).
+// Containers are copied, never changed.
+func floats(v any) (any, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		lossy := err != nil || !sameDecimal(string(x), strconv.FormatFloat(f, 'g', -1, 64))
+		if err != nil {
+			f = 0
+		}
+		return f, lossy
+	case []any:
+		out := make([]any, len(x))
+		lossy := false
+		for i, y := range x {
+			var l bool
+			out[i], l = floats(y)
+			lossy = lossy || l
+		}
+		return out, lossy
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		lossy := false
+		for k, y := range x {
+			var l bool
+			out[k], l = floats(y)
+			lossy = lossy || l
+		}
+		return out, lossy
+	}
+	return v, false
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// decimal is a number in canonical decimal form: 0.digits × 10^exp, with
+// no leading or trailing zeros in digits (zero has no digits).
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// maxDecimalExp bounds the exponents parseDecimal accepts, so that no
+// event can make a key of a billion digits.
+const maxDecimalExp = 1 << 20
+
+// parseDecimal parses a JSON number (or a float64's 'g' form).
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	if strings.HasPrefix(s, "-") {
+		d.neg, s = true, s[1:]
+	}
+	mant, expPart, hasExp := strings.Cut(strings.ToLower(s), "e")
+	exp := 0
+	if hasExp {
+		e, err := strconv.Atoi(expPart)
+		if err != nil || e > maxDecimalExp || e < -maxDecimalExp {
+			return decimal{}, false
+		}
+		exp = e
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	if intPart == "" && frac == "" {
+		return decimal{}, false
+	}
+	digits := intPart + frac
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return decimal{}, false
+		}
+	}
+	exp += len(intPart)
+	trimmed := strings.TrimLeft(digits, "0")
+	exp -= len(digits) - len(trimmed)
+	trimmed = strings.TrimRight(trimmed, "0")
+	if trimmed == "" {
+		return decimal{}, true // zero, whatever its sign
+	}
+	d.digits, d.exp = trimmed, exp
+	return d, true
+}
+
+// sameDecimal reports whether two decimal numbers have the same value.
+func sameDecimal(a, b string) bool {
+	x, ok1 := parseDecimal(a)
+	y, ok2 := parseDecimal(b)
+	return ok1 && ok2 && x == y
+}
+
+// wholeDecimal returns the whole number s in plain decimal ("1e3" is
+// "1000", "-0" is "0"), or false when s is not a whole number.
+func wholeDecimal(s string) (string, bool) {
+	d, ok := parseDecimal(s)
+	switch {
+	case ok && d.digits == "":
+		return "0", true
+	case !ok || d.exp < len(d.digits) || d.exp > maxKeyDigits:
+		return "", false
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	return sign + d.digits + strings.Repeat("0", d.exp-len(d.digits)), true
+}
+
+// maxKeyDigits bounds the digits of a whole number in a key.
+const maxKeyDigits = 400
