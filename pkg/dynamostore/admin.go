@@ -66,6 +66,9 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
 	}
+	if err := s.checked(ctx); err != nil {
+		return nil, fmt.Errorf("dynamostore: find %s: %w", ref, err)
+	}
 	var out []dedupe.Record
 	var start map[string]types.AttributeValue
 	for {
@@ -105,7 +108,19 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 // in-flight index (Options.Index), then one strongly consistent GetItem
 // per record listed, up to limit. Released and retired records have left
 // the index and are not listed.
+//
+// A Lean store refuses it with an error wrapping errors.ErrUnsupported:
+// Lean writers leave no index entries, so an empty answer would hide
+// every record in flight. Build the operator's store without Lean; it
+// then lists the records of the writers that are not Lean.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
+	if s.lean {
+		return nil, false, fmt.Errorf("dynamostore: in flight: the store is Lean, whose claims write no in-flight index entry, "+
+			"so nothing in flight can be listed: build this store without Lean (it lists the records of writers that are not Lean): %w", errors.ErrUnsupported)
+	}
+	if err := s.checked(ctx); err != nil {
+		return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
+	}
 	var out []dedupe.Record
 	for shard := range s.shards {
 		var start map[string]types.AttributeValue
@@ -153,6 +168,9 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 func (s *Store) Forget(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("dynamostore: forget: %w", err)
+	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: forget %s: %w", dedupe.KeyRef(key), err)
 	}
 	// New wraps every client in a conflictRetrier, which is a Deleter
 	// and refuses the call when the client it wraps has no DeleteItem.
