@@ -31,6 +31,7 @@ import (
 	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
@@ -592,5 +593,49 @@ func TestObjectNameHidesKey(t *testing.T) {
 	}
 	if a[:strings.LastIndex(a, "/")] != b[:strings.LastIndex(b, "/")] {
 		t.Errorf("names %q and %q: want one folder per key", a, b)
+	}
+}
+
+// faultS3 fails GetObject as fault says: unreadable is a throttle, or a
+// transfer cut mid-body when cut is set; gone is a missing object.
+type faultS3 struct {
+	dynamostore.S3Client
+	fault func() dedupetest.ResultFault
+	cut   bool
+}
+
+func (f faultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	switch f.fault() {
+	case dedupetest.ResultUnreadableNow:
+		if !f.cut {
+			return nil, &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}
+		}
+		out, err := f.S3Client.GetObject(ctx, in, o...)
+		if err == nil {
+			out.Body = &cutBody{ReadCloser: out.Body, left: aws.ToInt64(out.ContentLength) / 2}
+		}
+		return out, err
+	case dedupetest.ResultGone:
+		return nil, &s3types.NoSuchKey{Message: aws.String("The specified key does not exist.")}
+	}
+	return f.S3Client.GetObject(ctx, in, o...)
+}
+
+// TestExternalResultsContract runs the contract suite's cases for results
+// kept outside the record on LargeResults (moto's S3), with a throttle and
+// with a cut transfer as the transient read failure.
+func TestExternalResultsContract(t *testing.T) {
+	raw, bucket := newS3(t, s3Endpoint(t))
+	r := newRig(t)
+	for _, cut := range []bool{false, true} {
+		t.Run(map[bool]string{false: "throttled", true: "cut transfer"}[cut], func(t *testing.T) {
+			dedupetest.RunExternalResults(t, dedupetest.ExternalResults{
+				Threshold: 4096,
+				NewStore: func(t *testing.T, fault func() dedupetest.ResultFault) dedupe.Store {
+					return r.store(t, dynamostore.Options{MaxItemBytes: 4096, CompressAbove: -1,
+						LargeResults: dynamostore.LargeResults{Client: faultS3{S3Client: raw, fault: fault, cut: cut}, Bucket: bucket}})
+				},
+			})
+		})
 	}
 }
