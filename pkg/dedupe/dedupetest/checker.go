@@ -35,6 +35,19 @@ const (
 	// FaultTimeout gives up on the call before it is applied, as a
 	// timeout does.
 	FaultTimeout
+	// FaultDenied refuses the call for good (S3's AccessDenied: a bucket
+	// or prefix the role may not use, a bucket that does not exist).
+	FaultDenied
+	// FaultMissing answers a read as if its object did not exist (S3's
+	// NoSuchKey): the object is deleted, then read.
+	FaultMissing
+	// FaultCut answers a read, then cuts its transfer halfway
+	// (io.ErrUnexpectedEOF while the body is read).
+	FaultCut
+	// FaultConflict refuses a write before it is applied because another
+	// Region writes the same item (DynamoDB's
+	// ReplicatedWriteConflictException on an MRSC global table).
+	FaultConflict
 )
 
 // String returns the fault's name.
@@ -46,6 +59,14 @@ func (f Fault) String() string {
 		return "throttle"
 	case FaultTimeout:
 		return "timeout"
+	case FaultDenied:
+		return "denied"
+	case FaultMissing:
+		return "missing"
+	case FaultCut:
+		return "cut"
+	case FaultConflict:
+		return "conflict"
 	}
 	return "none"
 }
