@@ -228,6 +228,7 @@ type configHistory struct {
 	frng        *rand.Rand
 	quiet       bool // no faults (construction, verification)
 	burst       int  // conflicts left in the current burst
+	s3Burst     map[string]s3Burst
 
 	services []*configService
 	epoch    int // advanced when every record has expired
@@ -277,6 +278,7 @@ func newConfigHistory(t *testing.T, seed uint64, storeOptions bool) *configHisto
 		variantRan:     map[string]bool{},
 		faults:         map[string]int{},
 		calls:          map[string]int{},
+		s3Burst:        map[string]s3Burst{},
 	}
 	h.clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	r := h.rng
@@ -309,6 +311,12 @@ func newConfigHistory(t *testing.T, seed uint64, storeOptions bool) *configHisto
 		h.conflicts = r.IntN(4) == 0
 	}
 	return h
+}
+
+// s3Burst is a fault that repeats on the next n calls of its operation.
+type s3Burst struct {
+	f Fault
+	n int
 }
 
 // configLargeAbove is StoreConfig.LargeAbove when a history draws
@@ -344,10 +352,20 @@ func (h *configHistory) inject(op string) Fault {
 		f = []Fault{FaultThrottle, FaultTimeout, FaultLostReply}[r.IntN(3)]
 	case h.s3Mode == "denied" && op == "S3.PutObject":
 		f = FaultDenied
+	case h.s3Mode == "flaky" && strings.HasPrefix(op, "S3.") && h.s3Burst[op].n > 0:
+		// S3 keeps failing alike for a while, so that some faults
+		// outlast the SDK's retries.
+		b := h.s3Burst[op]
+		f, b.n = b.f, b.n-1
+		h.s3Burst[op] = b
 	case h.s3Mode == "flaky" && op == "S3.PutObject" && r.IntN(100) < 25:
 		f = []Fault{FaultThrottle, FaultThrottle, FaultLostReply, FaultTimeout, FaultDenied}[r.IntN(5)]
+		h.s3Burst[op] = s3Burst{f, r.IntN(4)}
 	case h.s3Mode == "flaky" && op == "S3.GetObject" && r.IntN(100) < 35:
 		f = []Fault{FaultThrottle, FaultTimeout, FaultCut, FaultCut, FaultDenied, FaultMissing}[r.IntN(6)]
+		if f != FaultMissing {
+			h.s3Burst[op] = s3Burst{f, r.IntN(4)}
+		}
 	}
 	if f != FaultNone {
 		h.faults[op+" "+f.String()]++
@@ -591,6 +609,14 @@ func (h *configHistory) checkAdmin() {
 	defer func() { h.mu.Lock(); h.quiet = false; h.mu.Unlock() }()
 	ctx := context.Background()
 	now := h.now()
+	// One record surely in flight, whatever the history left.
+	probe := fmt.Sprintf("configcheck/in-flight/%d", h.rng.Uint64())
+	if res, err := h.store.Claim(ctx, dedupe.ClaimRequest{Key: probe, Fingerprint: "fp", Token: "probe", Now: now,
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil || !res.Acquired {
+		h.violate("claim of the in-flight probe: %+v, %v", res, err)
+		return
+	}
+	keys = append(keys, probe)
 	recs, truncated, err := a.InFlight(ctx, now, 1000)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
