@@ -361,7 +361,7 @@ func (h *configHistory) inject(op string) Fault {
 	case h.s3Mode == "flaky" && op == "S3.PutObject" && r.IntN(100) < 25:
 		f = []Fault{FaultThrottle, FaultThrottle, FaultLostReply, FaultTimeout, FaultDenied}[r.IntN(5)]
 		h.s3Burst[op] = s3Burst{f, r.IntN(4)}
-	case h.s3Mode == "flaky" && op == "S3.GetObject" && r.IntN(100) < 35:
+	case h.s3Mode == "flaky" && op == "S3.GetObject" && r.IntN(100) < 50:
 		f = []Fault{FaultThrottle, FaultTimeout, FaultCut, FaultCut, FaultDenied, FaultMissing}[r.IntN(6)]
 		if f != FaultMissing {
 			h.s3Burst[op] = s3Burst{f, r.IntN(4)}
