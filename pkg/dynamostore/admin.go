@@ -143,9 +143,12 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 					return nil, false, fmt.Errorf("dynamostore: in flight: shard %d: %w", shard, d.err)
 				}
 				rec, found, err := s.read(ctx, "in flight", key)
-				if err != nil {
+				if err != nil && rec.Key == "" {
 					return nil, false, err
 				}
+				// (A record read with an error but a Key was completed
+				// meanwhile and its body in S3 is unreadable: skipped
+				// below, as every completed record is.)
 				if !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
 					continue
 				}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -525,6 +526,39 @@ func TestLargeResults(t *testing.T) {
 			}
 			if tt.status == 201 && resp.Headers[dedupe.HeaderReplayed] != "true" {
 				t.Errorf("%s: want the replay", tt.name)
+			}
+		}
+	})
+
+	t.Run("InFlight skips a record completed meanwhile whose object is gone", func(t *testing.T) {
+		// The index listed the key while it was in flight; by the read
+		// it is completed, and its object missing. InFlight must not fail
+		// on a body it does not need (found by CheckConfigs).
+		s := store(t, r.client)
+		key := "inflight-race-" + rand.Text()
+		now := base.Add(3000 * time.Hour)
+		claim(t, s, key, "A", now)
+		if err := complete(s, key, "A", bigBody(450<<10), now); err != nil {
+			t.Fatal(err)
+		}
+		name, _ := objectOf(t, key)
+		if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(name)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
+			UpdateExpression:          aws.String("SET inflight_shard = :s"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: fmt.Sprint(s.Shard(key))}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := s.InFlight(ctx, now, 1000)
+		if err != nil {
+			t.Fatalf("InFlight = %v, want no error", err)
+		}
+		for _, rec := range recs {
+			if rec.Key == key {
+				t.Errorf("InFlight listed the completed record")
 			}
 		}
 	})
