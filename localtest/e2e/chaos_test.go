@@ -200,7 +200,7 @@ func (in *intent) attempt(url string, mix *statusMix) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		mix.add(strconv.Itoa(r.status) + map[bool]string{true: " replayed"}[r.replayed()])
+		mix.add(in.cause(r))
 		in.mu.Lock()
 		in.replies = append(in.replies, r)
 		in.mu.Unlock()
@@ -213,6 +213,44 @@ func (in *intent) attempt(url string, mix *statusMix) {
 			return
 		}
 	}
+}
+
+// cause names what an answer to in is, by its status, its problem type
+// and in's test token: every answer of the run is one of these, each a
+// documented status (functions/api/internal/payments, docs/http.md), or
+// it is named "undocumented" and fails the run (issue 29, item 8: the
+// 502s a client cannot place). The 502s are the API's own answer to
+// tok_processorError: a problem document saying nothing was charged; the
+// 500s are a handler that panicked (tok_panic) or ran out of time
+// (tok_timeout), before anything was charged, with the key released or
+// held until its lease ends.
+func (in *intent) cause(r reply) string {
+	p := problemOf(r)
+	tag := func(suffix string) bool { return strings.HasSuffix(p.Type, suffix) }
+	status := strconv.Itoa(r.status)
+	switch src := in.charge.Source; {
+	case r.status == 201 || r.status == 402:
+		return status + map[bool]string{true: " replayed"}[r.replayed()]
+	case r.status == 409 && tag(":request-in-progress"):
+		return "409 in progress"
+	case r.status == 409 && tag(":response-unavailable"):
+		return "409 response unavailable"
+	case r.status == 503 && tag(":store-unavailable"):
+		return "503 store unavailable"
+	case r.status == 503 && tag(":response-unreadable"):
+		return "503 response unreadable"
+	case r.status == 503 && tag(":payments/unavailable"):
+		return "503 payments table unavailable"
+	case r.status == 502 && tag(":payments/processor-error") && src == "tok_processorError":
+		return "502 processor error, nothing charged (tok_processorError)"
+	case r.status == 500 && p.Type == "" && src == "tok_panic":
+		return "500 handler panicked, nothing charged (tok_panic)"
+	case (r.status == 500 || r.status == 503) && p.Type == "" && src == "tok_timeout":
+		return status + " invocation timed out (tok_timeout)"
+	case r.status == 429:
+		return "429 throttled"
+	}
+	return fmt.Sprintf("undocumented %d %s (%s): %.120s", r.status, p.Type, in.charge.Source, r.body)
 }
 
 // statusMix counts answers by status.
@@ -228,6 +266,17 @@ func (m *statusMix) add(s string) {
 		m.n = map[string]int{}
 	}
 	m.n[s]++
+}
+
+// counts returns a copy of the counts by label.
+func (m *statusMix) counts() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int, len(m.n))
+	for k, v := range m.n {
+		out[k] = v
+	}
+	return out
 }
 
 func (m *statusMix) total() int {
@@ -376,6 +425,10 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	for _, in := range intents {
+		// The 5xx answers say nothing was charged: check it.
+		if src := in.charge.Source; (src == "tok_processorError" || src == "tok_panic") && len(rows[in.charge.Amount]) > 0 {
+			fail(&failures, "caller %s key %s: %s answered that nothing was charged, but a payment row exists", in.caller, in.key, src)
+		}
 		var first, takeover *reply // the first 201, and the takeover's after an unrecorded one
 		taken := false
 		for i := range in.replies {
@@ -460,7 +513,7 @@ func TestChaos(t *testing.T) {
 	s := cs.stack.Pool("ApiFunction").Stats()
 	t.Logf(`chaos run:
   requests           %d in %v (%.0f req/s), %d payment intents by %d callers, 1 DynamoDB restart
-  status mix         %s
+  answers by cause   %s
   environments       %d started, %d replaced, %d throttled
   payment rows       %d: %d without a request, %d keys charged twice
   2xx replayable     %d of %d byte for byte; %d answered while the store was down, not recorded (in flight until the lease ends), %d of them retaken after the lease with the same payment
@@ -475,5 +528,10 @@ func TestChaos(t *testing.T) {
 		unrecorded)
 	if twoAnswers > 0 {
 		t.Errorf("%d keys got two different 201 answers", twoAnswers)
+	}
+	for label, n := range mix.counts() {
+		if strings.HasPrefix(label, "undocumented") {
+			t.Errorf("%d answers a client cannot place: %s", n, label)
+		}
 	}
 }

@@ -207,6 +207,11 @@ func bounded(s string) string {
 // flight, and delete a completed record. pkg/memstore, pkg/dynamostore,
 // pkg/redisstore and pkg/pgstore provide one; the deployed functions never
 // call it (their IAM roles cannot delete).
+//
+// Each method does what its comment says in every mode of the store, or
+// refuses with an error wrapping errors.ErrUnsupported that names the
+// mode and the fix (dynamostore's InFlight on a Lean store); it never
+// answers nothing for what it cannot see.
 type Admin interface {
 	// FindRef returns every live record at now whose key's KeyRef is ref
 	// ("key:" and 12 hex digits), through an index on the ref, never by

@@ -28,20 +28,52 @@ var (
 	// record that the backend has not deleted yet is reported as not found.
 	ErrNotFound = errors.New("dedupe: record not found")
 
-	// ErrStoreUnavailable marks store failures that are transient:
-	// throttling, timeouts, an unreachable endpoint. Stores wrap such
-	// failures with it so callers can answer 503 with Retry-After.
+	// ErrStoreUnavailable reports that no authoritative answer about the
+	// key was received, for a reason a retry may cure: the call was
+	// throttled, timed out, or could not reach the backend, and no record
+	// and no sign of another writer came back. It is the only store error
+	// on which Config.FailOpen runs the function, and the adapters answer
+	// it with 503 and Retry-After.
+	//
+	// Anything the store did learn about the key is an answer, never
+	// ErrStoreUnavailable, even when a later step failed: a completed
+	// record whose result could not be read (ErrResultUnreadable,
+	// ErrResultOmitted), a record in flight, or evidence of a concurrent
+	// writer of that very key, such as a conditional check that failed
+	// on a record the store then could not read, or DynamoDB's
+	// ReplicatedWriteConflictException on a multi-Region strongly
+	// consistent global table (Claim reports those as ErrInProgress). A
+	// caller that gave up (context.Canceled) is not unavailable either:
+	// stores return its error as it is. docs/options.md (FailOpen) lists
+	// each store's classification.
 	ErrStoreUnavailable = errors.New("dedupe: store unavailable")
+
+	// ErrResultUnreadable reports a COMPLETED record whose result the
+	// store keeps outside the record (dynamostore's LargeResults, in S3)
+	// and could not read this time, for a reason a retry may cure:
+	// throttling, a timeout, a transfer cut mid-body. The store has
+	// answered: the request ran, and it never runs again. Claim and Get
+	// return the record without its Result together with an error
+	// wrapping it (see Store), so the guard still refuses a different
+	// request with ErrFingerprintMismatch. It never wraps
+	// ErrStoreUnavailable, so FailOpen never runs on it; the adapters
+	// answer 503 with Retry-After (ProblemResultUnreadable).
+	ErrResultUnreadable = errors.New("dedupe: stored result cannot be read now")
 
 	// ErrResultTooLarge reports that Complete stored the record as COMPLETED
 	// but without its result, because the result did not fit the backend's
-	// item size limit (see Record.ResultOmitted). The side effect is still
-	// protected: retries are never executed again.
+	// item size limit (see Record.ResultOmitted), or because the place a
+	// store keeps large results in refused it (dynamostore's LargeResults:
+	// a bucket that is missing or may not be written). The side effect is
+	// still protected: retries are never executed again.
 	ErrResultTooLarge = errors.New("dedupe: result too large to store")
 
 	// ErrResultOmitted is returned by the guard on a duplicate of a request
-	// whose result could not be stored (ErrResultTooLarge at the time).
-	// The request was executed once; it is never executed again.
+	// whose result could not be stored (ErrResultTooLarge at the time), or
+	// whose result, kept outside the record, is gone for good (a store
+	// returns it with the record, as for ErrResultUnreadable: the object
+	// is missing, differs from its record, or may not be read). The
+	// request was executed once; it is never executed again.
 	ErrResultOmitted = errors.New("dedupe: stored result was too large to keep")
 
 	// ErrInvalidKey reports an idempotency key that cannot be used: empty
@@ -108,9 +140,13 @@ var (
 // carries the record found, so callers can compute Retry-After or log the
 // owner.
 type ConflictError struct {
-	// Err is ErrInProgress or ErrFingerprintMismatch.
+	// Err is ErrInProgress or ErrFingerprintMismatch, or a store's error
+	// wrapping ErrInProgress (evidence of a concurrent writer, see
+	// ErrStoreUnavailable).
 	Err error
-	// Record is the existing record that caused the conflict.
+	// Record is the existing record that caused the conflict. For a
+	// concurrent writer whose record the store could not read it holds
+	// the key only (no lease: RetryAfter is one second).
 	Record Record
 }
 

@@ -130,10 +130,16 @@ func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outc
 // ErrResultOmitted when the first result was not kept.
 //
 // When the store fails on the claim, Do fails closed: fn does not run and
-// the error is returned. A transient failure wraps ErrStoreUnavailable;
-// with Config.FailOpen, and only for such a failure, fn runs unguarded
-// and its result comes back with an error wrapping ErrRanUnguarded. Any
-// other store error (ErrKeyRejected, a malformed record) never runs fn.
+// the error is returned. A failure that left the store without an answer
+// about the key wraps ErrStoreUnavailable; with Config.FailOpen, and only
+// for such a failure, fn runs unguarded and its result comes back with an
+// error wrapping ErrRanUnguarded. Any other store error (ErrKeyRejected, a
+// malformed record) never runs fn. Neither does an answer that came with
+// an error (see Store): a COMPLETED record whose result cannot be read is
+// refused with ErrFingerprintMismatch when the fingerprint differs, else
+// returned as ErrResultUnreadable (retry later) or ErrResultOmitted (never
+// replayable); evidence of a concurrent writer is a *ConflictError
+// wrapping ErrInProgress.
 //
 // When fn succeeded but its result could not be recorded, Do returns the
 // result with an error wrapping ErrNotStored (lease lost, store down) or
@@ -213,7 +219,11 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 			})
 		})
 		if err != nil {
-			return g.storeFailed(ctx, key, token, fn, fmt.Errorf("claim %s: %w", KeyRef(key), err), ev)
+			err = fmt.Errorf("claim %s: %w", KeyRef(key), err)
+			if out, err, ok := g.answered(call, key, claim.Record, err, ev); ok {
+				return out, err
+			}
+			return g.storeFailed(ctx, key, token, fn, err, ev)
 		}
 		rec := claim.Record
 		if !claim.Acquired && rec.Key != "" && rec.Token == token && rec.Status == StatusInProgress {
@@ -229,15 +239,22 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 			// The record changed between the write and the read: claim
 			// again, a bounded number of times.
 			if attempt+1 >= claimAttempts {
-				err := fmt.Errorf("claim %s: record changed under %d attempts: %w", KeyRef(key), claimAttempts, ErrStoreUnavailable)
-				ev.Outcome, ev.Err = OutcomeStoreError, err
-				return Outcome{}, err
+				// Other writers kept changing the record: evidence of a
+				// concurrent writer, an answer (never ErrStoreUnavailable,
+				// on which FailOpen would run fn beside them).
+				err := fmt.Errorf("claim %s: record changed under %d attempts: %w", KeyRef(key), claimAttempts, ErrInProgress)
+				out, err, _ := g.answered(call, key, rec, err, ev)
+				return out, err
 			}
 			continue
 		case rec.Status == StatusInProgress && rec.Fingerprint == call.Fingerprint && waited == 0 && g.cfg.Wait > 0:
-			done, w := g.wait(ctx, key, call, token, &rec, ev)
+			done, w, werr := g.wait(ctx, key, call, token, &rec, ev)
 			waited = max(w, 1)
 			ev.Waited = w
+			if werr != nil {
+				out, err, _ := g.answered(call, key, rec, fmt.Errorf("wait %s: %w", KeyRef(key), werr), ev)
+				return out, err
+			}
 			if done {
 				out, err := g.duplicate(call, rec, ev)
 				if err == nil {
@@ -255,6 +272,47 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 		}
 		return g.duplicate(call, rec, ev)
 	}
+}
+
+// answered answers a call from a store error that carries an answer
+// about the key (see Store): a COMPLETED record whose result cannot be
+// read (ErrResultUnreadable, ErrResultOmitted), or evidence of a
+// concurrent writer (ErrInProgress). rec is the record the store
+// returned with the error, zero when it had none. The fingerprints are
+// compared first, so a different request gets the mismatch whatever
+// failed after. It reports false for any other error; fn never runs for
+// one it answers.
+func (g *Guard) answered(call Call, key string, rec Record, err error, ev *Event) (Outcome, error, bool) {
+	unreadable, omitted, inFlight := errors.Is(err, ErrResultUnreadable), errors.Is(err, ErrResultOmitted), errors.Is(err, ErrInProgress)
+	if !unreadable && !omitted && !inFlight {
+		return Outcome{}, nil, false
+	}
+	ev.Err = err
+	// A record the store read carries its owner; one that only names the
+	// key (a writer seen, its record not read) has nothing to compare.
+	if rec.Token != "" && rec.Fingerprint != call.Fingerprint {
+		out, cerr := g.duplicate(call, rec, ev)
+		return out, cerr, true
+	}
+	switch {
+	case inFlight || rec.Status == StatusInProgress:
+		if rec.Key == "" {
+			rec = Record{Key: key, Status: StatusInProgress}
+		}
+		ev.OriginalRequestID, ev.OriginalTrace = rec.RequestID, rec.Trace
+		ev.Outcome = OutcomeInProgress
+		if !errors.Is(err, ErrInProgress) {
+			err = fmt.Errorf("%w: %w", ErrInProgress, err)
+		}
+		return Outcome{Record: rec}, &ConflictError{Err: err, Record: rec}, true
+	case omitted:
+		ev.OriginalRequestID, ev.OriginalTrace = rec.RequestID, rec.Trace
+		ev.Outcome = OutcomeTooLarge
+		return Outcome{Replayed: true, Record: rec}, err, true
+	}
+	ev.OriginalRequestID, ev.OriginalTrace = rec.RequestID, rec.Trace
+	ev.Outcome = OutcomeStoreError
+	return Outcome{Record: rec}, err, true
 }
 
 // duplicate answers a call whose key is held by rec.
@@ -297,8 +355,11 @@ const (
 // the key, or Config.Wait has passed, or the context's deadline less the
 // lease margin is reached (so the answer still gets out), whichever is
 // first. It reports done when *rec is COMPLETED, and how long it paused;
-// *rec is the last record read (zero when the record is gone).
-func (g *Guard) wait(ctx context.Context, key string, call Call, token string, rec *Record, ev *Event) (done bool, waited time.Duration) {
+// *rec is the last record read (zero when the record is gone). When a
+// read found the record COMPLETED but could not read its result, it
+// returns that read's error (ErrResultUnreadable or ErrResultOmitted),
+// with *rec the record without it.
+func (g *Guard) wait(ctx context.Context, key string, call Call, token string, rec *Record, ev *Event) (done bool, waited time.Duration, err error) {
 	start := g.cfg.Now()
 	end := start.Add(g.cfg.Wait)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -312,10 +373,10 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 	for delay := firstWaitDelay; waited < budget; delay = min(2*delay, maxWaitDelay) {
 		d := min(delay, budget-waited, end.Sub(g.cfg.Now()))
 		if d <= 0 {
-			return false, waited
+			return false, waited, nil
 		}
 		if err := g.cfg.Sleep(ctx, d); err != nil {
-			return false, waited
+			return false, waited, nil
 		}
 		waited += d
 		now := g.cfg.Now()
@@ -323,19 +384,22 @@ func (g *Guard) wait(ctx context.Context, key string, call Call, token string, r
 		switch {
 		case errors.Is(err, ErrNotFound):
 			*rec = Record{}
-			return false, waited
+			return false, waited, nil
+		case got.Key != "" && (errors.Is(err, ErrResultUnreadable) || errors.Is(err, ErrResultOmitted)):
+			*rec = got
+			return true, waited, err
 		case err != nil:
-			return false, waited // answer with what we had
+			return false, waited, nil // answer with what we had
 		}
 		*rec = got
 		switch {
 		case got.Status == StatusCompleted:
-			return true, waited
+			return true, waited, nil
 		case got.FreeFor(now, call.Fingerprint, token):
-			return false, waited
+			return false, waited, nil
 		}
 	}
-	return false, waited
+	return false, waited, nil
 }
 
 // execute runs fn as the owner of key and records what it produced.

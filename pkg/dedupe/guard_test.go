@@ -463,13 +463,19 @@ func TestClaimRaceIsRetried(t *testing.T) {
 			}
 		})
 	}
-	runs := 0
-	always := &faultStore{Store: memstore.New(), claim: func(int) (dedupe.ClaimResult, error, bool) {
-		return dedupe.ClaimResult{}, nil, true
-	}}
-	_, err := dedupe.New(always, nil).Run(context.Background(), "k", "fp", counter(&runs, "x"))
-	if !errors.Is(err, dedupe.ErrStoreUnavailable) || always.claims != 3 {
-		t.Errorf("err = %v after %d claims, want ErrStoreUnavailable after 3", err, always.claims)
+	// A record that keeps changing under every claim is evidence of
+	// concurrent writers: in flight, never unavailable, so that FailOpen
+	// does not run the function beside them.
+	for _, failOpen := range []bool{false, true} {
+		runs := 0
+		always := &faultStore{Store: memstore.New(), claim: func(int) (dedupe.ClaimResult, error, bool) {
+			return dedupe.ClaimResult{}, nil, true
+		}}
+		_, err := dedupe.New(always, &dedupe.Config{FailOpen: failOpen}).Run(context.Background(), "k", "fp", counter(&runs, "x"))
+		var conflict *dedupe.ConflictError
+		if !errors.As(err, &conflict) || !errors.Is(err, dedupe.ErrInProgress) || errors.Is(err, dedupe.ErrStoreUnavailable) || always.claims != 3 || runs != 0 {
+			t.Errorf("FailOpen %v: err = %v after %d claims and %d runs, want a ConflictError in progress after 3 claims, no run", failOpen, err, always.claims, runs)
+		}
 	}
 }
 

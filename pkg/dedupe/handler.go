@@ -220,6 +220,8 @@ func problemOr[Out any](g *Guard, err error) (Out, error) {
 		res = problemResult(ProblemKeyReused, 0)
 	case errors.Is(err, ErrResultOmitted):
 		res = problemResult(ProblemResultUnavailable, 0)
+	case errors.Is(err, ErrResultUnreadable):
+		res = problemResult(ProblemResultUnreadable, storeRetryAfter)
 	case errors.Is(err, ErrStoreUnavailable):
 		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
 	default:

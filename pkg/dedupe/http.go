@@ -49,11 +49,12 @@ const DefaultMaxBodyBytes = 1 << 20
 //	                    │                 └─ no ───────► key released, answered
 //	                    └── error or panic ────────────► key released, error / panic
 //	  completed, same fingerprint ─────────────────────► replay + Idempotent-Replayed: true
-//	  completed, response was too large to keep ───────► 409 response unavailable
-//	  in progress ── Config.Wait and it finishes? ─────► the replay, after waiting
+//	  completed, response was too large to keep or lost ► 409 response unavailable
+//	  completed, response not readable now (S3) ───────► 503 response unreadable + Retry-After
+//	  in progress, or another writer of the key seen ──► (Config.Wait: the replay once it finishes)
 //	             └─ else ──────────────────────────────► 409 + Retry-After (a hint, see ConflictError)
-//	  different fingerprint (running or stranded) ─────► 422
-//	  store unavailable ── Config.FailOpen? ── no ─────► 503 + Retry-After, handler not run
+//	  different fingerprint (running, stranded, done) ─► 422, whatever failed after the read
+//	  no answer (store unavailable) ── Config.FailOpen? ── no ► 503 + Retry-After, handler not run
 //	                                        └─ yes ────► handler, unguarded (logged)
 //	  any other store error (key rejected, bad record) ► 500, handler not run (logged)
 type HTTPConfig struct {
@@ -405,6 +406,8 @@ func (c *httpCore) decide(ctx context.Context, route string, out Outcome, err er
 		res = problemResult(ProblemKeyReused, 0)
 	case errors.Is(err, ErrResultOmitted):
 		res = problemResult(ProblemResultUnavailable, 0)
+	case errors.Is(err, ErrResultUnreadable):
+		res = problemResult(ProblemResultUnreadable, storeRetryAfter)
 	case errors.Is(err, ErrStoreUnavailable):
 		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
 	default:

@@ -23,7 +23,8 @@ const (
 	// OutcomeWaited: a duplicate waited for the first request to finish
 	// (Config.Wait) and got its result; nothing ran.
 	OutcomeWaited = "waited"
-	// OutcomeInProgress: a duplicate found the key in flight (409).
+	// OutcomeInProgress: a duplicate found the key in flight, or the
+	// store saw another writer of the key (409).
 	OutcomeInProgress = "in_progress"
 	// OutcomeMismatch: the key was used with a different request (422).
 	OutcomeMismatch = "mismatch"
@@ -36,7 +37,10 @@ const (
 	// while SharedScope is off (500).
 	OutcomeInvalidRequest = "invalid_request"
 	// OutcomeStoreError: the store failed on the claim (503, or 500 when
-	// permanent); with FailOpen the function ran unguarded.
+	// permanent), or found the key completed but could not read its
+	// result now (ErrResultUnreadable, 503); with FailOpen the function
+	// ran unguarded, only when no answer was received
+	// (ErrStoreUnavailable).
 	OutcomeStoreError = "store_error"
 	// OutcomeReleased: the function failed, panicked or returned a result
 	// Keep rejected; its lease was ended so a retry runs again.
@@ -47,8 +51,9 @@ const (
 	// OutcomeNotStored: the function ran, but its result could not be
 	// recorded (the store failed, or the result could not be encoded).
 	OutcomeNotStored = "not_stored"
-	// OutcomeTooLarge: the result was too large to keep, or a duplicate
-	// asked for such a result (409 response unavailable).
+	// OutcomeTooLarge: the result was too large to keep (or the store
+	// could not keep it elsewhere), or a duplicate asked for such a
+	// result or one that is lost (409 response unavailable).
 	OutcomeTooLarge = "too_large"
 )
 

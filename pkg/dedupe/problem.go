@@ -43,6 +43,11 @@ const (
 	// reached, so the request was not processed; retry after Retry-After
 	// seconds.
 	ProblemStoreUnavailable = "tag:lambda-dedupe.github.io,2025:store-unavailable"
+	// ProblemResultUnreadable (503): the request with this key was
+	// processed, but its stored response could not be read just now
+	// (ErrResultUnreadable); retry after Retry-After seconds to receive
+	// it. The request is never processed again.
+	ProblemResultUnreadable = "tag:lambda-dedupe.github.io,2026:response-unreadable"
 	// ProblemInternal (500): the request was not processed because of a
 	// fault on the server's side that a retry will not cure by itself: a
 	// store error that is not transient, or no caller identity to scope
@@ -93,6 +98,9 @@ func problemFor(typ string) Problem {
 	case ProblemResultUnavailable:
 		return Problem{typ, "Original response cannot be replayed", http.StatusConflict,
 			"The request with this key was processed, but its response was too large to keep. It will not be processed again."}
+	case ProblemResultUnreadable:
+		return Problem{typ, "Original response cannot be read right now", http.StatusServiceUnavailable,
+			"The request with this key was processed, but its response could not be read just now. Retry after the number of seconds in Retry-After to receive it. It will not be processed again."}
 	case ProblemInternal:
 		return Problem{typ, "Internal error", http.StatusInternalServerError,
 			"The request was not processed because of an error on the server."}

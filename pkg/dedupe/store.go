@@ -33,9 +33,28 @@ import (
 // such as a Latin-1 filename), and bodies are binary.
 //
 // All methods must be safe for concurrent use by many goroutines and many
-// processes. Transient backend failures (throttling, timeouts, an
-// unreachable endpoint) must wrap ErrStoreUnavailable; every other failure
-// must not.
+// processes. A failure that left the store without an authoritative answer
+// about the key, for a reason a retry may cure (throttling, timeouts, an
+// unreachable endpoint), must wrap ErrStoreUnavailable; every other failure
+// must not (see ErrStoreUnavailable for the rule). In particular, what the
+// store learnt before a later step failed is reported as what it is:
+//
+//   - a COMPLETED record whose result the store keeps outside the record
+//     and cannot read now: Claim and Get return the record, every field
+//     but Result (nil) as stored, with an error wrapping
+//     ErrResultUnreadable when a retry may read it, or ErrResultOmitted
+//     when it is gone for good. A store that keeps every result in its
+//     record never returns either.
+//   - evidence of another writer of the key whose record the store could
+//     not read (DynamoDB's ReplicatedWriteConflictException on every
+//     attempt, a conditional write that failed on a record the following
+//     read could not fetch, a row lock another transaction holds past
+//     the lock timeout): Claim returns an error wrapping ErrInProgress,
+//     with the last record it saw, or a zero Record with Key set. The
+//     guard answers it as a request in flight and never runs the
+//     function for it.
+//
+// On any other error the returned ClaimResult and Record are zero.
 type Store interface {
 	// Claim tries to take req.Key for the owner req.Token, atomically.
 	//
@@ -64,6 +83,11 @@ type Store interface {
 	// the existing record may vanish between the failed write and the read
 	// that fetches it; the store then returns Acquired false with a zero
 	// Record, and the caller may claim again.
+	//
+	// When the existing record is COMPLETED and its result cannot be
+	// read, or another writer holds the key and its record cannot be
+	// read, Claim returns Acquired false with the errors described
+	// above, never ErrStoreUnavailable.
 	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
 
 	// Complete stores req.Result on the record for req.Key and marks it
@@ -96,7 +120,9 @@ type Store interface {
 
 	// Get returns the live record for key at now, or an error wrapping
 	// ErrNotFound when there is none or it has expired. Reads are strongly
-	// consistent.
+	// consistent. A COMPLETED record whose result cannot be read is
+	// returned without it, with an error wrapping ErrResultUnreadable or
+	// ErrResultOmitted, as for Claim.
 	Get(ctx context.Context, key string, now time.Time) (Record, error)
 }
 

@@ -86,6 +86,9 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
 	}
+	if err := s.checked(ctx); err != nil {
+		return nil, fmt.Errorf("dynamostore: find %s: %w", ref, err)
+	}
 	var keys []string
 	var start map[string]types.AttributeValue
 	for {
@@ -131,7 +134,19 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 // shards file records. A writers' count up to twice this store's is
 // always detected; a larger one is, unless none of its in-flight records
 // lies in the shards probed or below.
+//
+// A Lean store refuses it with an error wrapping errors.ErrUnsupported:
+// Lean writers leave no index entries, so an empty answer would hide
+// every record in flight. Build the operator's store without Lean; it
+// then lists the records of the writers that are not Lean.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
+	if s.lean {
+		return nil, false, fmt.Errorf("dynamostore: in flight: the store is Lean, whose claims write no in-flight index entry, "+
+			"so nothing in flight can be listed: build this store without Lean (it lists the records of writers that are not Lean): %w", errors.ErrUnsupported)
+	}
+	if err := s.checked(ctx); err != nil {
+		return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
+	}
 	for shard := s.shards; shard < 2*s.shards; shard++ {
 		for _, p := range []int{shard, retiredShard(shard)} {
 			q, err := s.queryPartition(ctx, p, nil, 1)
@@ -163,9 +178,12 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 						return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
 					}
 					rec, found, err := s.read(ctx, "in flight", key)
-					if err != nil {
+					if err != nil && rec.Key == "" {
 						return nil, false, err
 					}
+					// (A record read with an error but a Key was completed
+					// meanwhile and its body in S3 is unreadable: skipped
+					// below, as every completed record is.)
 					if !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
 						continue
 					}
@@ -270,6 +288,9 @@ func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
 func (s *Store) Forget(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("dynamostore: forget: %w", err)
+	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: forget %s: %w", dedupe.KeyRef(key), err)
 	}
 	// New wraps every client in a conflictRetrier, which is a Deleter
 	// and refuses the call when the client it wraps has no DeleteItem.

@@ -59,6 +59,16 @@ func (f faultHTTP) Do(r *http.Request) (*http.Response, error) {
 		}, nil
 	case dedupetest.FaultTimeout:
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	case dedupetest.FaultConflict:
+		// An MRSC global table: another Region writes the item; the write
+		// is refused unapplied.
+		body := `{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"one or more items are being modified by a request in another Region (injected)"}`
+		return &http.Response{
+			StatusCode: 400, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:  http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+			Body:    io.NopCloser(strings.NewReader(body)),
+			Request: r, ContentLength: int64(len(body)),
+		}, nil
 	}
 	return f.next.Do(r)
 }

@@ -102,9 +102,11 @@
 // in multi-Region eventual consistency, the same key claimed in two
 // Regions at once runs twice. New therefore describes the table and
 // refuses one with replicas that is not in multi-Region strong consistency
-// (Options.GlobalTables: refuse by default, warn, or skip the check). On
-// an MRSC table, ReplicatedWriteConflictException is retried
-// (ConflictAttempts) and then wraps dedupe.ErrStoreUnavailable.
+// (Options.GlobalTables: refuse by default, warn, or skip the check); a
+// DescribeTable that fails transiently at New is retried on the store's
+// calls instead of failing init. On an MRSC table,
+// ReplicatedWriteConflictException is retried (ConflictAttempts); a claim
+// that still meets it reports a concurrent writer (dedupe.ErrInProgress).
 //
 // # Cost and Lean
 //
@@ -123,5 +125,9 @@
 // RequestLimitExceeded), server faults (InternalServerError,
 // ServiceUnavailable), network failures and deadlines wrap
 // dedupe.ErrStoreUnavailable, after the SDK's own retryer has retried
-// them; configure retries on the client (dynamodb.Options.Retryer).
+// them; configure retries on the client (dynamodb.Options.Retryer). That
+// is only when no answer about the key was received: what a claim learnt
+// before a later step failed is reported as what it is (a record whose
+// body in S3 cannot be read, a concurrent writer), never as unavailable.
+// docs/options.md lists every error path and its classification.
 package dynamostore

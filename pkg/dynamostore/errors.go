@@ -39,9 +39,11 @@ var (
 
 	// ErrObjectInvalid reports a result stored in S3 (LargeResults) that
 	// cannot be replayed: the object is missing, its size or SHA-256
-	// differ from its record's, or the store has no LargeResults for the
-	// bucket the record names. The record is never answered with another
-	// body.
+	// differ from its record's, the role may not read it, or the store has
+	// no LargeResults for the bucket the record names. It comes with
+	// dedupe.ErrResultOmitted and the record without its result (see
+	// dedupe.Store): the record is never answered with another body, and
+	// its request never runs again.
 	ErrObjectInvalid = errors.New("dynamostore: stored result object is missing or does not match its record")
 )
 
@@ -58,7 +60,10 @@ var unavailableCodes = map[string]bool{
 	"RequestTimeout":                         true,
 	"RequestTimeoutException":                true,
 	// Only MRSC global tables return it; the store has already retried
-	// it (ConflictAttempts).
+	// it (ConflictAttempts). A claim reports it as a concurrent writer
+	// (dedupe.ErrInProgress) instead, see conflictRetrier; Complete,
+	// Release and Extend, whose record is the caller's, as unavailable,
+	// which the guard retries.
 	"ReplicatedWriteConflictException": true,
 }
 

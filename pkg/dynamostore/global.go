@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 )
 
 // GlobalTables says what New does about a table that is a DynamoDB global
@@ -23,8 +27,15 @@ import (
 // silently replaces the other. In multi-Region strong consistency (MRSC)
 // a conditional write is checked against every Region, and a write that
 // conflicts with one in another Region fails with
-// ReplicatedWriteConflictException, which the store retries
-// (ConflictAttempts) and then reports as dedupe.ErrStoreUnavailable.
+// ReplicatedWriteConflictException ("one or more items in the request are
+// being modified by a request in another Region"; the write was not
+// applied), which the store retries (ConflictAttempts). A claim that
+// still meets it is evidence of a concurrent writer of that very key, an
+// answer: Claim reports it wrapping dedupe.ErrInProgress (409 with
+// Retry-After; Config.FailOpen never runs it), not
+// dedupe.ErrStoreUnavailable. Complete, Release and Extend, which write
+// the caller's own record, report it as unavailable, which the guard
+// retries.
 type GlobalTables int
 
 const (
@@ -32,6 +43,16 @@ const (
 	// refuse (ErrInvalidOptions) a table that has replicas (or a witness)
 	// and is not in multi-Region strong consistency. A single-Region table
 	// and an MRSC global table pass.
+	//
+	// A DescribeTable that fails transiently (throttling, a timeout, an
+	// unreachable endpoint: a DynamoDB blip during a cold start) does not
+	// fail New, and so not the function's init: New logs a warning, and
+	// the store runs the check again on its first calls, which fail with
+	// dedupe.ErrStoreUnavailable (503 with Retry-After) until it gets an
+	// answer. A table then found in eventual consistency fails every call
+	// with the refusal New would have returned (ErrInvalidOptions). Any
+	// other DescribeTable failure (access denied, no such table) refuses
+	// New, naming the fix.
 	GlobalTablesRefuseEventual GlobalTables = iota
 	// GlobalTablesWarnEventual makes New check as GlobalTablesRefuseEventual
 	// does but, for an MREC global table, log one warning to
@@ -75,38 +96,106 @@ const conflictBackoff = 10 * time.Millisecond
 // which are always eventually consistent.
 const legacyGlobalTables = "2017.11.29"
 
-// checkGlobal is New's global-table check, by mode.
-func checkGlobal(client Client, table string, mode GlobalTables, logger *slog.Logger) error {
+// globalCheck is the global-table check of one store (Options.GlobalTables).
+// New runs it once; when DescribeTable fails transiently there, the store
+// keeps it and runs it again on its calls until it has an answer.
+type globalCheck struct {
+	client Client
+	table  string
+	mode   GlobalTables
+	logger *slog.Logger
+
+	done    atomic.Bool // the table passed
+	mu      sync.Mutex  // one check at a time
+	refused error       // the permanent answer, once known
+}
+
+// newGlobalCheck returns the check of mode, nil for GlobalTablesUnchecked.
+func newGlobalCheck(client Client, table string, mode GlobalTables, logger *slog.Logger) (*globalCheck, error) {
 	switch mode {
 	case GlobalTablesUnchecked:
-		return nil
+		return nil, nil
 	case GlobalTablesRefuseEventual, GlobalTablesWarnEventual:
 	default:
-		return fmt.Errorf("%w: GlobalTables %v is not one of the GlobalTables constants", ErrInvalidOptions, mode)
+		return nil, fmt.Errorf("%w: GlobalTables %v is not one of the GlobalTables constants", ErrInvalidOptions, mode)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return &globalCheck{client: client, table: table, mode: mode, logger: logger}, nil
+}
+
+// check calls DescribeTable (within ctx and CheckTimeout) and judges the
+// table: nil when it passes, an error wrapping dedupe.ErrStoreUnavailable
+// when DescribeTable failed transiently, any other error when the table
+// is refused or the call failed for good.
+func (c *globalCheck) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
-	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	out, err := c.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(c.table)})
 	if err != nil {
 		return wrap(fmt.Sprintf("dynamostore: check table %q for eventually consistent replicas (Options.GlobalTables): DescribeTable "+
-			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked)", table), err)
+			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked)", c.table), err)
 	}
 	why := eventualReplicas(out.Table)
 	switch {
 	case why == "":
 		return nil
-	case mode == GlobalTablesWarnEventual:
-		if logger == nil {
-			logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-		}
-		logger.Warn("dynamostore: the table is a global table in multi-Region eventual consistency: "+
+	case c.mode == GlobalTablesWarnEventual:
+		c.logger.Warn("dynamostore: the table is a global table in multi-Region eventual consistency: "+
 			"the same key claimed in two Regions at once runs twice (accepted by GlobalTablesWarnEventual)",
-			"table", table, "replicas", why)
+			"table", c.table, "replicas", why)
 		return nil
 	}
 	return fmt.Errorf("%w: table %q is a global table in multi-Region eventual consistency (%s): a claim is atomic in one Region only, "+
 		"so the same key claimed in two Regions at once runs twice; use multi-Region strong consistency, or pin each key to one Region "+
-		"and set GlobalTables to GlobalTablesWarnEventual", ErrInvalidOptions, table, why)
+		"and set GlobalTables to GlobalTablesWarnEventual", ErrInvalidOptions, c.table, why)
+}
+
+// atNew runs the check for New. It returns the check for the store's
+// calls to run again when DescribeTable failed transiently (nil when the
+// table passed, or is unchecked), or the refusal.
+func (c *globalCheck) atNew() (*globalCheck, error) {
+	if c == nil {
+		return nil, nil
+	}
+	err := c.check(context.Background())
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, dedupe.ErrStoreUnavailable):
+		c.logger.Warn("dynamostore: the global-tables check failed transiently at New; the store's calls run it again, "+
+			"and fail with dedupe.ErrStoreUnavailable until it succeeds", "table", c.table, "err", err)
+		return c, nil
+	}
+	return nil, err
+}
+
+// checked returns nil once the store's table has passed the global-table
+// check. Until then it runs the check (one caller at a time) within ctx:
+// an error wrapping dedupe.ErrStoreUnavailable while DescribeTable fails
+// transiently, and the refusal, for good, once the table is refused.
+func (s *Store) checked(ctx context.Context) error {
+	c := s.global
+	if c == nil || c.done.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.done.Load():
+		return nil
+	case c.refused != nil:
+		return c.refused
+	}
+	err := c.check(ctx)
+	switch {
+	case err == nil:
+		c.done.Store(true)
+	case !errors.Is(err, dedupe.ErrStoreUnavailable):
+		c.refused = err
+	}
+	return err
 }
 
 // eventualReplicas describes why td is a global table without strong
@@ -153,25 +242,40 @@ func (c conflictRetrier) UpdateItem(ctx context.Context, in *dynamodb.UpdateItem
 
 // retryConflict calls write up to ConflictAttempts times while it fails
 // with ReplicatedWriteConflictException, waiting in between unless ctx
-// ends.
+// ends. When an attempt met a conflict and the last one failed, its error
+// is returned as a *conflictedError: another Region was seen writing the
+// item, whatever the last attempt met (a throttle, the end of ctx).
 func retryConflict[T any](ctx context.Context, write func() (T, error)) (T, error) {
 	wait := conflictBackoff
+	conflicted := false
 	for attempt := 1; ; attempt++ {
 		out, err := write()
 		var rwc *types.ReplicatedWriteConflictException
-		if err == nil || !errors.As(err, &rwc) || attempt == ConflictAttempts {
+		isConflict := errors.As(err, &rwc)
+		conflicted = conflicted || isConflict
+		if err == nil || !isConflict || attempt == ConflictAttempts {
+			if err != nil && conflicted {
+				err = &conflictedError{err}
+			}
 			return out, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return out, err
+			return out, &conflictedError{err}
 		case <-t.C:
 		}
 		wait *= 2
 	}
 }
+
+// conflictedError is the last error of a write that met
+// ReplicatedWriteConflictException on at least one attempt.
+type conflictedError struct{ err error }
+
+func (e *conflictedError) Error() string { return e.err.Error() }
+func (e *conflictedError) Unwrap() error { return e.err }
 
 // DeleteItem passes Forget's delete to the wrapped client, retried like
 // the writes, when that client has one (see Deleter).

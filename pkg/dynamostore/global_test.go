@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -77,8 +79,8 @@ func TestGlobalTablesCheck(t *testing.T) {
 		{"unchecked makes no call", &types.TableDescription{Replicas: replicas("eu-west-1")}, nil, dynamostore.GlobalTablesUnchecked, nil, false, 0},
 		{"access denied is loud", nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no dynamodb:DescribeTable"},
 			dynamostore.GlobalTablesRefuseEventual, nil, false, 1},
-		{"throttled is unavailable", nil, &smithy.GenericAPIError{Code: "ThrottlingException"},
-			dynamostore.GlobalTablesRefuseEventual, dedupe.ErrStoreUnavailable, false, 1},
+		{"throttled is deferred, not refused", nil, &smithy.GenericAPIError{Code: "ThrottlingException"},
+			dynamostore.GlobalTablesRefuseEventual, nil, false, 1},
 		{"unknown mode", &types.TableDescription{}, nil, dynamostore.GlobalTables(7), dynamostore.ErrInvalidOptions, false, 0},
 	}
 	for _, tt := range tests {
@@ -88,6 +90,10 @@ func TestGlobalTablesCheck(t *testing.T) {
 			_, err := dynamostore.New(stub, dynamostore.Options{Table: "t", GlobalTables: tt.mode,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			switch {
+			case tt.err != nil && tt.wantErr == nil && strings.Contains(tt.name, "deferred"):
+				if err != nil || !strings.Contains(logs.String(), "failed transiently") {
+					t.Errorf("New = %v, log %q; want accepted, with a warning", err, logs.String())
+				}
 			case tt.err != nil && tt.wantErr == nil:
 				// Any DescribeTable failure refuses construction and names the fix.
 				if err == nil || !strings.Contains(err.Error(), "GlobalTablesUnchecked") || !strings.Contains(err.Error(), "DescribeTable") {
@@ -166,9 +172,9 @@ func TestReplicatedWriteConflict(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	tests := []struct {
-		name            string
-		conflicts       int
-		wantUnavailable bool
+		name         string
+		conflicts    int
+		wantInFlight bool
 	}{
 		{"none", 0, false},
 		{"retried", dynamostore.ConflictAttempts - 1, false},
@@ -184,10 +190,13 @@ func TestReplicatedWriteConflict(t *testing.T) {
 			key := "rwc-" + tt.name
 			_, err = s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "A", Now: base,
 				LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)})
-			if got := errors.Is(err, dedupe.ErrStoreUnavailable); got != tt.wantUnavailable {
-				t.Fatalf("Claim = %v, want unavailable %v", err, tt.wantUnavailable)
+			// Issue 29, item 3: another Region writing that very item is
+			// evidence of a concurrent writer, an answer: in flight, never
+			// unavailable (on which FailOpen would run the work).
+			if got := errors.Is(err, dedupe.ErrInProgress); got != tt.wantInFlight || errors.Is(err, dedupe.ErrStoreUnavailable) {
+				t.Fatalf("Claim = %v, want in flight %v, never unavailable", err, tt.wantInFlight)
 			}
-			if tt.wantUnavailable {
+			if tt.wantInFlight {
 				if stub.writes != dynamostore.ConflictAttempts {
 					t.Errorf("writes = %d, want %d attempts", stub.writes, dynamostore.ConflictAttempts)
 				}
@@ -200,4 +209,114 @@ func TestReplicatedWriteConflict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplicatedWriteConflictThroughTheGuard: a duplicate whose claim keeps
+// meeting ReplicatedWriteConflictException never runs, FailOpen or not,
+// and the adapter answers 409 with Retry-After. A conflict followed by a
+// throttle is still a conflict seen.
+func TestReplicatedWriteConflictThroughTheGuard(t *testing.T) {
+	r := newRig(t)
+	for _, tt := range []struct {
+		name string
+		stub func(c dynamostore.Client) dynamostore.Client
+	}{
+		{"every attempt conflicts", func(c dynamostore.Client) dynamostore.Client { return &conflictStub{Client: c, n: 1000} }},
+		{"a conflict, then a throttle", func(c dynamostore.Client) dynamostore.Client {
+			n := 0
+			return faultClient{Client: c, fail: func(op string) error {
+				if op != "PutItem" {
+					return nil
+				}
+				if n++; n == 1 {
+					return &types.ReplicatedWriteConflictException{Message: aws.String("being written in another Region")}
+				}
+				return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "rate exceeded"}
+			}}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := dynamostore.New(tt.stub(r.client), dynamostore.Options{Table: r.table})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := dedupe.New(s, &dedupe.Config{Prefix: "rwc", FailOpen: true, Now: (&clock{now: base}).Now, Logger: slog.New(slog.DiscardHandler)})
+			runs := 0
+			h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{SharedScope: true, Logger: slog.New(slog.DiscardHandler)},
+				func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+					runs++
+					return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+				})
+			resp, err := h(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "POST /pay", RawPath: "/pay",
+				Headers: map[string]string{"idempotency-key": "rwc-" + rand.Text()}, Body: "{}",
+				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/pay"}}})
+			if err != nil || resp.StatusCode != 409 || resp.Headers["Retry-After"] == "" || runs != 0 {
+				t.Errorf("HTTPAPI = %d (Retry-After %q), %v after %d runs; want 409 with Retry-After, no run", resp.StatusCode, resp.Headers["Retry-After"], err, runs)
+			}
+		})
+	}
+}
+
+// TestGlobalTablesCheckDeferred (issue 32, item 1): a DynamoDB blip during
+// a cold start does not fail New; the store's calls answer unavailable
+// (503) until the check succeeds, then work. A table then found in
+// eventual consistency is refused on every call, for good.
+func TestGlobalTablesCheckDeferred(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	throttled := &smithy.GenericAPIError{Code: "ThrottlingException", Message: "rate exceeded"}
+	claim := func(s *dynamostore.Store, key string) error {
+		_, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "A", Now: base,
+			LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)})
+		return err
+	}
+	t.Run("blip, then a single-Region table", func(t *testing.T) {
+		stub := &describeStub{Client: r.client, table: &types.TableDescription{TableName: aws.String(r.table)}, err: throttled}
+		s, err := dynamostore.New(stub, dynamostore.Options{Table: r.table, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("New during a blip = %v, want accepted", err)
+		}
+		key := "deferred-" + rand.Text()
+		if err := claim(s, key); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Fatalf("Claim during the blip = %v, want ErrStoreUnavailable", err)
+		}
+		if _, err := s.Get(ctx, key, base); !errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("Get during the blip = %v, want ErrStoreUnavailable", err)
+		}
+		stub.mu.Lock()
+		stub.err = nil
+		stub.mu.Unlock()
+		if err := claim(s, key); err != nil {
+			t.Fatalf("Claim after the blip = %v", err)
+		}
+		calls := stub.calls
+		if err := claim(s, key+"/2"); err != nil || stub.calls != calls {
+			t.Errorf("Claim after the check passed = %v, DescribeTable calls %d -> %d; want no more checks", err, calls, stub.calls)
+		}
+	})
+	t.Run("blip, then eventual consistency", func(t *testing.T) {
+		stub := &describeStub{Client: r.client, err: throttled, table: &types.TableDescription{Replicas: replicas("eu-west-1"),
+			MultiRegionConsistency: types.MultiRegionConsistencyEventual}}
+		s, err := dynamostore.New(stub, dynamostore.Options{Table: r.table, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("New during a blip = %v, want accepted", err)
+		}
+		stub.mu.Lock()
+		stub.err = nil
+		stub.mu.Unlock()
+		for range 2 {
+			if err := claim(s, "mrec-"+rand.Text()); !errors.Is(err, dynamostore.ErrInvalidOptions) || errors.Is(err, dedupe.ErrStoreUnavailable) {
+				t.Errorf("Claim on an MREC table = %v, want the refusal (ErrInvalidOptions)", err)
+			}
+		}
+		if stub.calls != 2 {
+			t.Errorf("DescribeTable calls = %d, want 2 (New, then the first call; the refusal is kept)", stub.calls)
+		}
+	})
+	t.Run("access denied still refuses New", func(t *testing.T) {
+		stub := &describeStub{Client: r.client, err: &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no dynamodb:DescribeTable"}}
+		if _, err := dynamostore.New(stub, dynamostore.Options{Table: r.table}); err == nil || errors.Is(err, dedupe.ErrStoreUnavailable) {
+			t.Errorf("New = %v, want a permanent refusal", err)
+		}
+	})
 }

@@ -175,8 +175,10 @@ func (s *Store) load(ctx context.Context, op, key string, item map[string]types.
 }
 
 // decodeItem turns a stored item into a Record; fetch reads a body stored
-// as an S3 object, and nil refuses one. fetch's errors are returned as
-// they are, so that a transient S3 failure stays transient.
+// as an S3 object, and nil refuses one. When fetch fails, decodeItem
+// returns the record without its Result together with fetch's error
+// (which wraps dedupe.ErrResultUnreadable or dedupe.ErrResultOmitted, see
+// fetch): the record is an answer, and its fingerprint still decides.
 func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(objectRef) ([]byte, error)) (dedupe.Record, error) {
 	a := s.attr
 	d := decoder{item: item}
@@ -209,7 +211,10 @@ func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(obje
 					d.fail(a.ResObject, errors.New("the body is an S3 object, read without it"))
 				default:
 					if body, err = fetch(ref); err != nil {
-						return dedupe.Record{}, err
+						if d.err != nil {
+							return dedupe.Record{}, d.err
+						}
+						return rec, err
 					}
 				}
 			}

@@ -168,6 +168,9 @@ func (s *Store) Reap(ctx context.Context, opts ReapOptions) (ReapReport, error) 
 	if s.lean {
 		return ReapReport{}, fmt.Errorf("%w: Reap on a Lean store, which writes no in-flight index: build the reaper's store without Lean", ErrInvalidOptions)
 	}
+	if err := s.checked(ctx); err != nil {
+		return ReapReport{}, fmt.Errorf("dynamostore: reap: %w", err)
+	}
 	o := opts.withDefaults()
 	now := o.Now()
 	r := reaper{s: s, o: o, now: now, cutoff: now.Add(-o.Grace).UnixMilli()}

@@ -59,17 +59,38 @@ const DefaultObjectPrefix = "dedupe/"
 //     expires it.
 //
 // A replay (Claim or Get of the completed record) reads the object,
-// checks its size and SHA-256 against the record and answers its bytes;
-// an object that is missing, or whose size or hash differ, is an error
-// wrapping ErrObjectInvalid, never a wrong body.
+// checks its size and SHA-256 against the record and answers its bytes.
+// When it cannot, the record is still the answer: Claim and Get return it
+// without its Result (see dedupe.Store), with an error wrapping
 //
-// If S3 fails after the handler ran, Complete returns the error without
-// completing the record (wrapping dedupe.ErrStoreUnavailable when it is
-// transient), exactly as when DynamoDB fails: the guard retries the
-// completion, then reports dedupe.ErrNotStored, and the record stays in
-// flight until its lease ends, when a retry of the same request runs
-// again. An object written by a completion that then failed is never
-// referenced.
+//   - dedupe.ErrResultUnreadable when a retry may read it: S3 throttled
+//     (SlowDown) or failed (5xx), the call timed out or its connection
+//     broke, the transfer was cut mid-body (io.ErrUnexpectedEOF); the
+//     guard answers 503 with Retry-After;
+//   - dedupe.ErrResultOmitted and ErrObjectInvalid when it never will:
+//     the object is missing or its size or hash differ from the record's
+//     (never a wrong body), the role may not read it (AccessDenied), the
+//     record names another bucket, or the store has no LargeResults; the
+//     guard answers 409 response unavailable.
+//
+// Neither is dedupe.ErrStoreUnavailable, so Config.FailOpen never runs a
+// request whose record is completed, and a different request still gets
+// the mismatch.
+//
+// If S3 refuses or fails the upload after the handler ran (a bucket that
+// is missing, a Prefix the role may not write, or S3 still failing after
+// the SDK's retries), Complete completes the record without its result,
+// as for a result too large for an item, and returns an error wrapping
+// dedupe.ErrResultTooLarge that names LargeResults.Bucket and Prefix:
+// retries get dedupe.ErrResultOmitted, and a finished request never runs
+// again. Only a failure of DynamoDB itself leaves the record in flight
+// (dedupe.ErrNotStored). An object written by a completion that then
+// failed is never referenced.
+//
+// New does not check the bucket: a probe would cost an S3 request (and an
+// object, or s3:ListBucket for HeadBucket) per cold start, and could not
+// tell a missing bucket from a blip at init any better than a completion
+// can. The first large response tells instead, with its error.
 //
 // The bucket's lifecycle must keep objects at least as long as the
 // records that reference them (the guard's Retention): S3 expires whole
@@ -197,7 +218,16 @@ func (s *Store) completeLarge(ctx context.Context, req dedupe.CompleteRequest, r
 		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(ref.sha256)),
 	})
 	if err != nil {
-		return wrapS3("complete", req.Key, "put object", err)
+		// The handler ran: never leave its record in flight for S3's sake
+		// (a retry after the lease would run it again). Record it without
+		// its result, as a result too large for an item is.
+		why := fmt.Sprintf("LargeResults could not store the result in S3 (PutObject in bucket %q under prefix %q: %v): "+
+			"check that LargeResults.Bucket exists in the function's Region and that the role may s3:PutObject under LargeResults.Prefix",
+			ref.bucket, s.large.prefix(), err)
+		if transientS3(err) {
+			why = fmt.Sprintf("LargeResults could not store the result in S3 (PutObject in bucket %q still failing after the SDK's retries: %v)", ref.bucket, err)
+		}
+		return s.completeOmitted(ctx, req, why)
 	}
 	res.body, res.object = nil, &ref
 	if size := s.completedSize(req, res); size > s.maxItemBytes {
@@ -210,57 +240,82 @@ func (s *Store) completeLarge(ctx context.Context, req dedupe.CompleteRequest, r
 	return err
 }
 
-// fetch reads and verifies the object ref names.
+// fetch reads and verifies the object ref names. Its errors wrap
+// dedupe.ErrResultUnreadable when a retry may succeed, else
+// dedupe.ErrResultOmitted and ErrObjectInvalid (see LargeResults); never
+// dedupe.ErrStoreUnavailable: the record has been read, it is an answer.
 func (s *Store) fetch(ctx context.Context, op, key string, ref objectRef) ([]byte, error) {
 	prefix := fmt.Sprintf("dynamostore: %s %s", op, dedupe.KeyRef(key))
+	lost := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %w: %w", prefix, fmt.Sprintf(format, args...), ErrObjectInvalid, dedupe.ErrResultOmitted)
+	}
 	switch {
 	case !s.large.enabled():
-		return nil, fmt.Errorf("%s: the result is stored in S3, but Options.LargeResults is not set: set it to the bucket %q: %w", prefix, ref.bucket, ErrObjectInvalid)
+		return nil, lost("the result is stored in S3, but Options.LargeResults is not set: set it to the bucket %q", ref.bucket)
 	case ref.bucket != s.large.Bucket:
-		return nil, fmt.Errorf("%s: the result is stored in bucket %q, not in LargeResults.Bucket %q: %w", prefix, ref.bucket, s.large.Bucket, ErrObjectInvalid)
+		return nil, lost("the result is stored in bucket %q, not in LargeResults.Bucket %q", ref.bucket, s.large.Bucket)
 	}
 	out, err := s.large.Client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket: aws.String(ref.bucket),
 		Key:    aws.String(ref.name),
 	})
 	if err != nil {
-		return nil, wrapS3(op, key, "get object", err)
+		return nil, wrapS3(prefix+": get object", err)
 	}
 	defer out.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(out.Body, ref.size+1))
 	if err != nil {
-		return nil, wrapS3(op, key, "read object", err)
+		// A transfer cut mid-body (io.ErrUnexpectedEOF, a reset, a
+		// timeout): the object is intact, the next read may get it all.
+		return nil, fmt.Errorf("%s: read object: %w: %w", prefix, dedupe.ErrResultUnreadable, err)
 	}
 	if int64(len(b)) != ref.size {
-		return nil, fmt.Errorf("%s: object has %d bytes, its record says %d: %w", prefix, len(b), ref.size, ErrObjectInvalid)
+		return nil, lost("object has %d bytes, its record says %d", len(b), ref.size)
 	}
 	if sum := sha256.Sum256(b); !bytes.Equal(sum[:], ref.sha256) {
-		return nil, fmt.Errorf("%s: object's SHA-256 differs from its record's: %w", prefix, ErrObjectInvalid)
+		return nil, lost("object's SHA-256 differs from its record's")
 	}
 	return b, nil
 }
 
 // s3Unavailable are the S3 error codes that mean "try again later", beside
-// the ones DynamoDB shares (unavailableCodes).
+// the ones DynamoDB shares (unavailableCodes) and any 5xx status.
 var s3Unavailable = map[string]bool{
-	"SlowDown":      true,
-	"InternalError": true,
-	"503":           true,
-	"500":           true,
+	"SlowDown":             true,
+	"InternalError":        true,
+	"ServiceUnavailable":   true,
+	"RequestTimeout":       true,
+	"RequestTimeTooSkewed": true,
+	"ExpiredToken":         true,
+	"TokenRefreshRequired": true,
+	"503":                  true,
+	"500":                  true,
 }
 
-// wrapS3 wraps an S3 error of the store operation op on key: transient
-// failures wrap dedupe.ErrStoreUnavailable, a missing object
-// ErrObjectInvalid.
-func wrapS3(op, key, what string, err error) error {
-	prefix := fmt.Sprintf("dynamostore: %s %s: %s", op, dedupe.KeyRef(key), what)
-	var nsk *s3types.NoSuchKey
+// transientS3 reports whether an S3 call's err is worth retrying later:
+// an unavailable code or a 5xx status, and any failure that is not S3's
+// answer at all (a network error, a timeout, a cancelled call).
+func transientS3(err error) bool {
 	var apiErr smithy.APIError
-	switch {
-	case errors.As(err, &nsk):
-		return fmt.Errorf("%s: %w: %w", prefix, ErrObjectInvalid, err)
-	case errors.As(err, &apiErr) && s3Unavailable[apiErr.ErrorCode()]:
-		return fmt.Errorf("%s: %w: %w", prefix, dedupe.ErrStoreUnavailable, err)
+	if !errors.As(err, &apiErr) {
+		return true
 	}
-	return wrap(prefix, err)
+	var status interface{ HTTPStatusCode() int }
+	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
+		return true
+	}
+	return s3Unavailable[apiErr.ErrorCode()] || unavailableCodes[apiErr.ErrorCode()]
+}
+
+// wrapS3 wraps the error of a GetObject whose record has been read:
+// dedupe.ErrResultUnreadable when it is transient, else
+// dedupe.ErrResultOmitted and ErrObjectInvalid (a missing object, access
+// denied, a bucket gone).
+func wrapS3(prefix string, err error) error {
+	var nsk *s3types.NoSuchKey
+	switch {
+	case errors.As(err, &nsk) || !transientS3(err):
+		return fmt.Errorf("%s: %w: %w: %w", prefix, ErrObjectInvalid, dedupe.ErrResultOmitted, err)
+	}
+	return fmt.Errorf("%s: %w: %w", prefix, dedupe.ErrResultUnreadable, err)
 }

@@ -4,25 +4,35 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
 	"github.com/lambda-dedupe/dedupe/localtest/dynamoserver"
 	"github.com/lambda-dedupe/dedupe/localtest/moto"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
@@ -83,7 +93,34 @@ type s3Hook struct {
 	beforePut func(in *s3.PutObjectInput)
 	failPut   error
 	failGet   error
+	cutGet    bool // the transfer of a GetObject's body is cut halfway
 	puts      int
+}
+
+// set changes the hook's faults under its lock: failPut, failGet, cutGet.
+func (h *s3Hook) set(put, get error, cut bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failPut, h.failGet, h.cutGet = put, get, cut
+}
+
+// cutBody yields the first half of a body, then io.ErrUnexpectedEOF, as
+// the SDK's body does when the connection drops mid-transfer.
+type cutBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func (h *s3Hook) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
@@ -103,12 +140,16 @@ func (h *s3Hook) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func
 
 func (h *s3Hook) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	h.mu.Lock()
-	fail := h.failGet
+	fail, cut := h.failGet, h.cutGet
 	h.mu.Unlock()
 	if fail != nil {
 		return nil, fail
 	}
-	return h.S3Client.GetObject(ctx, in, o...)
+	out, err := h.S3Client.GetObject(ctx, in, o...)
+	if err == nil && cut {
+		out.Body = &cutBody{ReadCloser: out.Body, left: aws.ToInt64(out.ContentLength) / 2}
+	}
+	return out, err
 }
 
 // bigBody returns n random (incompressible) bytes.
@@ -224,45 +265,87 @@ func TestLargeResults(t *testing.T) {
 				name, body := objectOf(t, key)
 				tt.tamper(name, body)
 				rec, err := s.Get(ctx, key, now)
-				if !errors.Is(err, dynamostore.ErrObjectInvalid) || errors.Is(err, dedupe.ErrStoreUnavailable) {
-					t.Errorf("Get = %v body, %v; want ErrObjectInvalid, not unavailable", rec.Result != nil, err)
+				if !errors.Is(err, dynamostore.ErrObjectInvalid) || !errors.Is(err, dedupe.ErrResultOmitted) || errors.Is(err, dedupe.ErrStoreUnavailable) ||
+					rec.Key != key || rec.Status != dedupe.StatusCompleted || rec.Fingerprint != "fp" || rec.Result != nil {
+					t.Errorf("Get = %+v, %v; want the record without its result, ErrObjectInvalid and ErrResultOmitted, not unavailable", rec, err)
 				}
 				res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "again", Now: now,
 					LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)})
-				if !errors.Is(err, dynamostore.ErrObjectInvalid) || res.Acquired {
-					t.Errorf("Claim = %+v, %v; want ErrObjectInvalid", res, err)
+				if !errors.Is(err, dynamostore.ErrObjectInvalid) || !errors.Is(err, dedupe.ErrResultOmitted) || res.Acquired || res.Record.Token != "tok" {
+					t.Errorf("Claim = %+v, %v; want the record, ErrObjectInvalid and ErrResultOmitted", res, err)
 				}
 			})
 		}
 	})
 
-	t.Run("S3 fails after the handler ran: a lost completion", func(t *testing.T) {
-		s := store(t, r.client)
-		key := "s3down-" + rand.Text()
-		claim(t, s, key, "A", base)
-		hook.mu.Lock()
-		hook.failPut = &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}
-		hook.mu.Unlock()
-		err := complete(s, key, "A", bigBody(450<<10), base)
-		hook.mu.Lock()
-		hook.failPut = nil
-		hook.mu.Unlock()
-		if !errors.Is(err, dedupe.ErrStoreUnavailable) {
-			t.Fatalf("Complete = %v, want ErrStoreUnavailable", err)
-		}
-		rec, err := s.Get(ctx, key, base)
-		if err != nil || rec.Status != dedupe.StatusInProgress || rec.Token != "A" {
-			t.Fatalf("record after the failed upload: %+v, %v; want still in flight for A", rec, err)
-		}
-		// After the lease, a retry takes over and completes; it replays.
-		later := base.Add(2 * time.Minute)
-		claim(t, s, key, "B", later)
-		want := bigBody(450 << 10)
-		if err := complete(s, key, "B", want, later); err != nil {
+	t.Run("S3 refuses or fails the upload: recorded without the result", func(t *testing.T) {
+		// Issue 29, item 4: a bucket that is missing, or a prefix the role
+		// may not write, must never leave a finished request in flight
+		// (a retry after the lease would run it again). Nor must S3 still
+		// failing after the SDK's retries.
+		missing, err := dynamostore.New(r.client, dynamostore.Options{Table: r.table,
+			LargeResults: dynamostore.LargeResults{Client: raw, Bucket: "no-such-bucket-" + strings.ToLower(rand.Text()[:8])}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if rec, err := s.Get(ctx, key, later); err != nil || !bytes.Equal(rec.Result.Body, want) {
-			t.Errorf("replay after the takeover: %v; want B's body", err)
+		for _, tt := range []struct {
+			name string
+			s    *dynamostore.Store
+			fail error
+		}{
+			{"a bucket that does not exist", missing, nil},
+			{"a prefix outside the grant", store(t, r.client), &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}},
+			{"S3 still throttling after the SDK's retries", store(t, r.client), &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				key := "s3down-" + rand.Text()
+				claim(t, tt.s, key, "A", base)
+				hook.set(tt.fail, nil, false)
+				err := complete(tt.s, key, "A", bigBody(450<<10), base)
+				hook.set(nil, nil, false)
+				if !errors.Is(err, dedupe.ErrResultTooLarge) || errors.Is(err, dedupe.ErrStoreUnavailable) || !strings.Contains(err.Error(), "LargeResults") {
+					t.Fatalf("Complete = %v, want ErrResultTooLarge naming LargeResults, not unavailable", err)
+				}
+				rec, err := tt.s.Get(ctx, key, base)
+				if err != nil || rec.Status != dedupe.StatusCompleted || !rec.ResultOmitted {
+					t.Fatalf("record after the failed upload: %+v, %v; want completed without its result", rec, err)
+				}
+				// After the lease, a retry is a duplicate: never run again.
+				later := base.Add(2 * time.Minute)
+				res, err := tt.s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "B", Now: later,
+					LeaseUntil: later.Add(time.Minute), ExpiresAt: later.Add(time.Hour)})
+				if err != nil || res.Acquired || !res.Record.ResultOmitted {
+					t.Errorf("retry after the lease: %+v, %v; want the omitted record, not acquired", res, err)
+				}
+			})
+		}
+	})
+
+	t.Run("through the guard: a missing bucket never runs a finished request twice", func(t *testing.T) {
+		s, err := dynamostore.New(r.client, dynamostore.Options{Table: r.table,
+			LargeResults: dynamostore.LargeResults{Client: raw, Bucket: "no-such-bucket-" + strings.ToLower(rand.Text()[:8])}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk := &clock{now: base}
+		g := dedupe.New(s, &dedupe.Config{Prefix: "large", Now: clk.Now, FailOpen: true})
+		key := "nobucket-" + rand.Text()
+		runs := 0
+		fn := func(context.Context) (dedupe.Result, error) {
+			runs++
+			return dedupe.Result{StatusCode: 201, Body: bigBody(450 << 10)}, nil
+		}
+		if _, err := g.Run(ctx, key, "fp", fn); !errors.Is(err, dedupe.ErrResultTooLarge) {
+			t.Fatalf("first run: %v, want ErrResultTooLarge", err)
+		}
+		for range 4 {
+			clk.now = clk.now.Add(10 * time.Minute) // past every lease
+			if _, err := g.Run(ctx, key, "fp", fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+				t.Errorf("retry: %v, want ErrResultOmitted", err)
+			}
+		}
+		if runs != 1 {
+			t.Errorf("the handler ran %d times, want once", runs)
 		}
 	})
 
@@ -346,19 +429,137 @@ func TestLargeResults(t *testing.T) {
 		}
 	})
 
-	t.Run("transient S3 read failure is unavailable", func(t *testing.T) {
+	t.Run("S3 read failures are answers, not unavailable", func(t *testing.T) {
 		s := store(t, r.client)
 		key := "getdown-" + rand.Text()
 		claim(t, s, key, "A", base)
 		if err := complete(s, key, "A", bigBody(450<<10), base); err != nil {
 			t.Fatal(err)
 		}
-		hook.mu.Lock()
-		hook.failGet = &smithy.GenericAPIError{Code: "InternalError", Message: "try again"}
-		hook.mu.Unlock()
-		defer func() { hook.mu.Lock(); hook.failGet = nil; hook.mu.Unlock() }()
-		if _, err := s.Get(ctx, key, base); !errors.Is(err, dedupe.ErrStoreUnavailable) {
-			t.Errorf("Get = %v, want ErrStoreUnavailable", err)
+		defer hook.set(nil, nil, false)
+		for _, tt := range []struct {
+			name string
+			get  error
+			cut  bool
+			want error
+		}{
+			{"InternalError", &smithy.GenericAPIError{Code: "InternalError", Message: "try again"}, false, dedupe.ErrResultUnreadable},
+			{"SlowDown", &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}, false, dedupe.ErrResultUnreadable},
+			{"a reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false, dedupe.ErrResultUnreadable},
+			{"a timeout", context.DeadlineExceeded, false, dedupe.ErrResultUnreadable},
+			{"a transfer cut mid-body", nil, true, dedupe.ErrResultUnreadable},
+			{"AccessDenied", &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}, false, dedupe.ErrResultOmitted},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				hook.set(nil, tt.get, tt.cut)
+				rec, err := s.Get(ctx, key, base)
+				if !errors.Is(err, tt.want) || errors.Is(err, dedupe.ErrStoreUnavailable) || rec.Key != key || rec.Fingerprint != "fp" || rec.Result != nil {
+					t.Errorf("Get = %+v, %v; want the record without its result and %v, not unavailable", rec, err, tt.want)
+				}
+				res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "again", Now: base,
+					LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)})
+				if !errors.Is(err, tt.want) || errors.Is(err, dedupe.ErrStoreUnavailable) || res.Acquired || res.Record.Status != dedupe.StatusCompleted {
+					t.Errorf("Claim = %+v, %v; want the completed record and %v", res, err, tt.want)
+				}
+			})
+		}
+		hook.set(nil, nil, false)
+		if rec, err := s.Get(ctx, key, base); err != nil || rec.Result == nil {
+			t.Errorf("Get once S3 answers again = %v; want the replay", err)
+		}
+	})
+
+	t.Run("through the guard and the adapter: FailOpen never runs a completed request", func(t *testing.T) {
+		// Issue 29, items 1, 2 and 5: the record says COMPLETED and its
+		// body cannot be fetched. The same request gets 503 with
+		// Retry-After (never a second run, FailOpen or not); another
+		// request gets 422 whatever S3 does; a cut transfer is 503, not
+		// 500.
+		s := store(t, r.client)
+		g := dedupe.New(s, &dedupe.Config{Prefix: "large-fo", Now: (&clock{now: base}).Now, FailOpen: true, Logger: slog.New(slog.DiscardHandler)})
+		runs := 0
+		body := bigBody(450 << 10)
+		h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{SharedScope: true, Logger: slog.New(slog.DiscardHandler)},
+			func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				runs++
+				return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: base64.StdEncoding.EncodeToString(body), IsBase64Encoded: true}, nil
+			})
+		key := "fo-" + rand.Text()
+		send := func(reqBody string) events.APIGatewayV2HTTPResponse {
+			t.Helper()
+			resp, err := h(ctx, events.APIGatewayV2HTTPRequest{RouteKey: "POST /pay", RawPath: "/pay",
+				Headers: map[string]string{"idempotency-key": key}, Body: reqBody,
+				RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/pay"}}})
+			if err != nil {
+				t.Fatalf("HTTPAPI: %v", err)
+			}
+			return resp
+		}
+		if resp := send(`{"amount":1}`); resp.StatusCode != 201 || runs != 1 {
+			t.Fatalf("first request = %d after %d runs", resp.StatusCode, runs)
+		}
+		defer hook.set(nil, nil, false)
+		for _, tt := range []struct {
+			name    string
+			get     error
+			cut     bool
+			body    string
+			status  int
+			problem string
+		}{
+			{"SlowDown, the same request", &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}, false, `{"amount":1}`, 503, dedupe.ProblemResultUnreadable},
+			{"SlowDown, another request", &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}, false, `{"amount":2}`, 422, dedupe.ProblemKeyReused},
+			{"cut transfer, the same request", nil, true, `{"amount":1}`, 503, dedupe.ProblemResultUnreadable},
+			{"cut transfer, another request", nil, true, `{"amount":2}`, 422, dedupe.ProblemKeyReused},
+			{"missing object, the same request", &s3types.NoSuchKey{Message: aws.String("gone")}, false, `{"amount":1}`, 409, dedupe.ProblemResultUnavailable},
+			{"S3 answers again", nil, false, `{"amount":1}`, 201, ""},
+		} {
+			hook.set(nil, tt.get, tt.cut)
+			resp := send(tt.body)
+			var p dedupe.Problem
+			json.Unmarshal([]byte(resp.Body), &p)
+			if resp.StatusCode != tt.status || p.Type != tt.problem || runs != 1 {
+				t.Errorf("%s: %d %s after %d runs; want %d %s and the one first run", tt.name, resp.StatusCode, p.Type, runs, tt.status, tt.problem)
+			}
+			if tt.status == 503 && resp.Headers["Retry-After"] == "" {
+				t.Errorf("%s: 503 without Retry-After", tt.name)
+			}
+			if tt.status == 201 && resp.Headers[dedupe.HeaderReplayed] != "true" {
+				t.Errorf("%s: want the replay", tt.name)
+			}
+		}
+	})
+
+	t.Run("InFlight skips a record completed meanwhile whose object is gone", func(t *testing.T) {
+		// The index listed the key while it was in flight; by the read
+		// it is completed, and its object missing. InFlight must not fail
+		// on a body it does not need (found by CheckConfigs).
+		s := store(t, r.client)
+		key := "inflight-race-" + rand.Text()
+		now := base.Add(3000 * time.Hour)
+		claim(t, s, key, "A", now)
+		if err := complete(s, key, "A", bigBody(450<<10), now); err != nil {
+			t.Fatal(err)
+		}
+		name, _ := objectOf(t, key)
+		if _, err := raw.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(name)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
+			UpdateExpression:          aws.String("SET inflight_shard = :s"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: fmt.Sprint(s.Shard(key))}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, err := s.InFlight(ctx, now, 1000)
+		if err != nil {
+			t.Fatalf("InFlight = %v, want no error", err)
+		}
+		for _, rec := range recs {
+			if rec.Key == key {
+				t.Errorf("InFlight listed the completed record")
+			}
 		}
 	})
 
@@ -370,7 +571,7 @@ func TestLargeResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		plain := r.store(t, dynamostore.Options{})
-		if _, err := plain.Get(ctx, key, base); !errors.Is(err, dynamostore.ErrObjectInvalid) {
+		if rec, err := plain.Get(ctx, key, base); !errors.Is(err, dynamostore.ErrObjectInvalid) || !errors.Is(err, dedupe.ErrResultOmitted) || rec.Token != "A" {
 			t.Errorf("Get without LargeResults = %v, want ErrObjectInvalid", err)
 		}
 		other, err := dynamostore.New(r.client, dynamostore.Options{Table: r.table, LargeResults: dynamostore.LargeResults{Client: raw, Bucket: "another"}})
@@ -426,5 +627,49 @@ func TestObjectNameHidesKey(t *testing.T) {
 	}
 	if a[:strings.LastIndex(a, "/")] != b[:strings.LastIndex(b, "/")] {
 		t.Errorf("names %q and %q: want one folder per key", a, b)
+	}
+}
+
+// faultS3 fails GetObject as fault says: unreadable is a throttle, or a
+// transfer cut mid-body when cut is set; gone is a missing object.
+type faultS3 struct {
+	dynamostore.S3Client
+	fault func() dedupetest.ResultFault
+	cut   bool
+}
+
+func (f faultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	switch f.fault() {
+	case dedupetest.ResultUnreadableNow:
+		if !f.cut {
+			return nil, &smithy.GenericAPIError{Code: "SlowDown", Message: "reduce your request rate"}
+		}
+		out, err := f.S3Client.GetObject(ctx, in, o...)
+		if err == nil {
+			out.Body = &cutBody{ReadCloser: out.Body, left: aws.ToInt64(out.ContentLength) / 2}
+		}
+		return out, err
+	case dedupetest.ResultGone:
+		return nil, &s3types.NoSuchKey{Message: aws.String("The specified key does not exist.")}
+	}
+	return f.S3Client.GetObject(ctx, in, o...)
+}
+
+// TestExternalResultsContract runs the contract suite's cases for results
+// kept outside the record on LargeResults (moto's S3), with a throttle and
+// with a cut transfer as the transient read failure.
+func TestExternalResultsContract(t *testing.T) {
+	raw, bucket := newS3(t, s3Endpoint(t))
+	r := newRig(t)
+	for _, cut := range []bool{false, true} {
+		t.Run(map[bool]string{false: "throttled", true: "cut transfer"}[cut], func(t *testing.T) {
+			dedupetest.RunExternalResults(t, dedupetest.ExternalResults{
+				Threshold: 4096,
+				NewStore: func(t *testing.T, fault func() dedupetest.ResultFault) dedupe.Store {
+					return r.store(t, dynamostore.Options{MaxItemBytes: 4096, CompressAbove: -1,
+						LargeResults: dynamostore.LargeResults{Client: faultS3{S3Client: raw, fault: fault, cut: cut}, Bucket: bucket}})
+				},
+			})
+		})
 	}
 }

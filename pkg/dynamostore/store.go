@@ -79,7 +79,8 @@ type Options struct {
 
 	// GlobalTables says what New does when the table is a global table:
 	// the zero value calls DescribeTable once and refuses replicas in
-	// multi-Region eventual consistency. See GlobalTables.
+	// multi-Region eventual consistency (again on the store's calls when
+	// that call failed transiently). See GlobalTables.
 	GlobalTables GlobalTables
 
 	// Lean makes the store write no in-flight index entry: a claim sets
@@ -113,6 +114,7 @@ type Store struct {
 	maxItemBytes  int
 	large         LargeResults
 	lean          bool
+	global        *globalCheck // New's global-table check, until it has an answer; nil after
 }
 
 var (
@@ -125,7 +127,9 @@ var (
 // goroutines; build the client with config.LoadDefaultConfig and
 // dynamodb.NewFromConfig once, at init. Unless Options.GlobalTables is
 // GlobalTablesUnchecked, it calls DescribeTable once (bounded by
-// CheckTimeout) to refuse a global table in eventual consistency.
+// CheckTimeout) to refuse a global table in eventual consistency; a
+// transient failure of that call does not fail New (see
+// GlobalTablesRefuseEventual).
 //
 // The client's retryer (the SDK's standard retryer by default) retries
 // throttling and transient failures before the store sees them; the store
@@ -149,7 +153,11 @@ func New(client Client, opts Options) (*Store, error) {
 	if err := opts.LargeResults.check(); err != nil {
 		return nil, err
 	}
-	if err := checkGlobal(client, opts.Table, opts.GlobalTables, opts.Logger); err != nil {
+	gc, err := newGlobalCheck(client, opts.Table, opts.GlobalTables, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if gc, err = gc.atNew(); err != nil {
 		return nil, err
 	}
 	s := &Store{
@@ -163,6 +171,7 @@ func New(client Client, opts Options) (*Store, error) {
 		maxItemBytes:  opts.MaxItemBytes,
 		large:         opts.LargeResults,
 		lean:          opts.Lean,
+		global:        gc,
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
@@ -260,6 +269,9 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
 	rec.RequestID, rec.Trace = req.RequestID, req.Trace
 
+	if err := s.checked(ctx); err != nil {
+		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
+	}
 	existing, found, err := s.put(ctx, req.Key, &dynamodb.PutItemInput{
 		TableName:           aws.String(s.table),
 		Item:                item,
@@ -274,6 +286,11 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	switch {
+	case err != nil && existing != nil && !existing.Expired(req.Now):
+		// A completed record whose result cannot be read: an answer.
+		return dedupe.ClaimResult{Record: *existing}, err
+	case err != nil && existing != nil:
+		return dedupe.ClaimResult{}, nil // expired: absent
 	case err != nil:
 		return dedupe.ClaimResult{}, err
 	case !found:
@@ -307,6 +324,17 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		switch {
+		case err != nil && existing != nil && !existing.Expired(req.Now):
+			return dedupe.ClaimResult{Record: *existing}, err
+		case err != nil && existing != nil:
+			return dedupe.ClaimResult{}, nil
+		case errors.Is(err, dedupe.ErrStoreUnavailable):
+			// The record seen was free for req, and the write that would
+			// take it over failed without an answer: whether it was
+			// applied is unknown, and another claim may have taken the
+			// key meanwhile. That is no "no answer": in flight, so that
+			// FailOpen does not run the work beside a possible owner.
+			return dedupe.ClaimResult{Record: *seen}, fmt.Errorf("dynamostore: claim %s: taking over a stranded record: %w: %v", dedupe.KeyRef(req.Key), dedupe.ErrInProgress, err)
 		case err != nil:
 			return dedupe.ClaimResult{}, err
 		case !found:
@@ -328,24 +356,47 @@ const takeoverAttempts = 2
 // and the record that made it fail: the ALL_OLD item, or, from a server
 // that ignores ALL_OLD, a strongly consistent read (nil when the record
 // vanished in between).
+//
+// What put learnt before a later step failed is an answer (see
+// dedupe.ErrStoreUnavailable), never reported as unavailable:
+//
+//   - a record whose result is in S3 and cannot be read: the record
+//     (without its Result) and the fetch's error;
+//   - a write refused with ReplicatedWriteConflictException on every
+//     attempt (another Region writes the item), or a failed condition
+//     (a live record holds the key) whose record the read then could not
+//     fetch: an error wrapping dedupe.ErrInProgress, a concurrent writer.
 func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) (existing *dedupe.Record, found bool, err error) {
 	_, err = s.client.PutItem(ctx, in)
 	if err == nil {
 		return nil, false, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	var conflicted *conflictedError
+	switch {
+	case errors.As(err, &conflicted) && !errors.As(err, &ccf):
+		return nil, false, fmt.Errorf("dynamostore: claim %s: another Region is writing the key (ReplicatedWriteConflictException, %d attempts): %w: %v",
+			dedupe.KeyRef(key), ConflictAttempts, dedupe.ErrInProgress, err)
+	case !errors.As(err, &ccf):
 		return nil, false, wrapErr("claim", key, err)
 	}
 	if len(ccf.Item) > 0 {
 		rec, err := s.load(ctx, "claim", key, ccf.Item)
-		if err != nil {
+		switch {
+		case err != nil && rec.Key != "":
+			return &rec, true, err
+		case err != nil:
 			return nil, false, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(key), err)
 		}
 		return &rec, true, nil
 	}
 	rec, ok, err := s.read(ctx, "claim", key)
 	switch {
+	case err != nil && rec.Key != "":
+		return &rec, true, err
+	case err != nil && errors.Is(err, dedupe.ErrStoreUnavailable):
+		return nil, false, fmt.Errorf("dynamostore: claim %s: a live record holds the key (its condition failed), and reading it failed: %w: %v",
+			dedupe.KeyRef(key), dedupe.ErrInProgress, err)
 	case err != nil:
 		return nil, false, err
 	case !ok:
@@ -546,8 +597,15 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Reco
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return dedupe.Record{}, fmt.Errorf("dynamostore: get: %w", err)
 	}
+	if err := s.checked(ctx); err != nil {
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %s: %w", dedupe.KeyRef(key), err)
+	}
 	rec, found, err := s.read(ctx, "get", key)
 	switch {
+	case err != nil && rec.Key != "" && !rec.Expired(now):
+		return rec, err // a completed record whose result cannot be read
+	case err != nil && rec.Key != "":
+		return dedupe.Record{}, fmt.Errorf("dynamostore: get %s: expired: %w", dedupe.KeyRef(key), dedupe.ErrNotFound)
 	case err != nil:
 		return dedupe.Record{}, err
 	case !found:
@@ -559,7 +617,9 @@ func (s *Store) Get(ctx context.Context, key string, now time.Time) (dedupe.Reco
 }
 
 // read fetches and decodes the record for key with a strongly consistent
-// GetItem; op names the calling operation in errors.
+// GetItem; op names the calling operation in errors. A record whose
+// result is in S3 and cannot be read is returned, without its Result,
+// with found true and fetch's error.
 func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, found bool, err error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -573,7 +633,10 @@ func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, fo
 		return dedupe.Record{}, false, nil
 	}
 	rec, err = s.load(ctx, op, key, out.Item)
-	if err != nil {
+	switch {
+	case err != nil && rec.Key != "":
+		return rec, true, err // its result cannot be read (see fetch)
+	case err != nil:
 		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %s: %w", op, dedupe.KeyRef(key), err)
 	}
 	return rec, true, nil

@@ -301,12 +301,28 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 // claimErr wraps a failed claim of key, naming the missing migration when
 // a function the claim names does not exist (SQLSTATE 42883,
 // undefined_function).
+//
+// A claim that waited past lock_timeout (SQLSTATE 55P03,
+// lock_not_available, after the store's attempts) waited for the lock on
+// that very key's row: a concurrent writer of the key holds it, such as
+// the first request's transaction when the store runs on a pgx.Tx. That
+// is an answer, reported as dedupe.ErrInProgress (409), never as
+// dedupe.ErrStoreUnavailable, on which Config.FailOpen would run the
+// work beside it. (A table lock held by DDL gives the same code; 409 with
+// Retry-After is the safe reading of it.)
 func (s *Store) claimErr(key string, err error) error {
 	if m := s.missingMigration(err); m != "" {
 		return fmt.Errorf("pgstore: claim %s: %s: %w", dedupe.KeyRef(key), m, err)
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable {
+		return fmt.Errorf("pgstore: claim %s: another writer holds the key's row past lock_timeout: %w: %v", dedupe.KeyRef(key), dedupe.ErrInProgress, err)
+	}
 	return wrapErr("claim", key, err)
 }
+
+// lockNotAvailable is SQLSTATE 55P03, lock_not_available.
+const lockNotAvailable = "55P03"
 
 // missingMigration returns what to do when err reports that the table's
 // claim or completion function does not exist (SQLSTATE 42883,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -221,9 +222,13 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 	var err error
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		// ForEachMaster runs concurrently: walk the masters one by one.
+		// ForEachMaster runs concurrently: collect the masters under a
+		// lock, then walk them one by one.
 		var masters []*redis.Client
+		var mu sync.Mutex
 		if err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
 			masters = append(masters, m)
 			return nil
 		}); err == nil {

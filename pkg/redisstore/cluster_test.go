@@ -30,6 +30,8 @@ func TestContractCluster(t *testing.T) {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), PoolSize: 256})
 	t.Cleanup(func() { c.Close() })
 	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t, c, redisstore.Options{}) })
+	// Admin too, in Cluster mode (InFlight walks every master).
+	dedupetest.RunAdmin(t, func(t *testing.T) dedupe.Store { return newStore(t, c, redisstore.Options{RefIndex: true}) })
 
 	// The suite's keys landed on every node.
 	ctx := context.Background()

@@ -208,5 +208,14 @@ func TestMalformed(t *testing.T) {
 		if _, err := s.Get(ctx, k, time.Unix(0, 0)); !errors.Is(err, redisstore.ErrMalformedRecord) {
 			t.Errorf("%s: Get: got %v, want ErrMalformedRecord", tt.name, err)
 		}
+		// A claim that meets it got an answer (a record holds the key)
+		// it cannot read: permanent, never unavailable, so FailOpen
+		// never runs beside it (issue 29, the rule).
+		req := claim(k, "fp", "tok", time.Unix(0, 0))
+		// (The script itself fails on a field it cannot compare: a
+		// script error, permanent too.)
+		if res, err := s.Claim(ctx, req); err == nil || errors.Is(err, dedupe.ErrStoreUnavailable) || res.Acquired {
+			t.Errorf("%s: Claim: got %+v, %v; want a permanent error (ErrMalformedRecord or the script's), not unavailable", tt.name, res, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package dedupetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -34,6 +35,19 @@ const (
 	// FaultTimeout gives up on the call before it is applied, as a
 	// timeout does.
 	FaultTimeout
+	// FaultDenied refuses the call for good (S3's AccessDenied: a bucket
+	// or prefix the role may not use, a bucket that does not exist).
+	FaultDenied
+	// FaultMissing answers a read as if its object did not exist (S3's
+	// NoSuchKey): the object is deleted, then read.
+	FaultMissing
+	// FaultCut answers a read, then cuts its transfer halfway
+	// (io.ErrUnexpectedEOF while the body is read).
+	FaultCut
+	// FaultConflict refuses a write before it is applied because another
+	// Region writes the same item (DynamoDB's
+	// ReplicatedWriteConflictException on an MRSC global table).
+	FaultConflict
 )
 
 // String returns the fault's name.
@@ -45,6 +59,14 @@ func (f Fault) String() string {
 		return "throttle"
 	case FaultTimeout:
 		return "timeout"
+	case FaultDenied:
+		return "denied"
+	case FaultMissing:
+		return "missing"
+	case FaultCut:
+		return "cut"
+	case FaultConflict:
+		return "conflict"
 	}
 	return "none"
 }
@@ -92,7 +114,10 @@ type CheckConfig struct {
 //  3. no response crossed a scope: each answer carries its own caller's,
 //     stage's, route's and key's execution;
 //  4. no owner is answered 409 for its own claim: every 409 has another
-//     request of its scope that may hold the key;
+//     request of its scope that may hold the key (but one the store
+//     answered from a writer it saw and could not read, which may be
+//     the request's own claim, applied before its reply was lost, as a
+//     503 may);
 //  5. nothing is left IN_PROGRESS with a lease the reaper would not see
 //     run out: every in-flight record's lease ends within the longest
 //     lease the guard takes, before the record expires;
@@ -211,6 +236,7 @@ type answer struct {
 	body       string
 	panicked   bool
 	crashed    bool // the invocation died: nobody received the answer
+	evidence   bool // a claim of it met a writer whose record the store could not read
 	err        error
 }
 
@@ -342,8 +368,9 @@ func (h *history) send(host func(context.Context, events.APIGatewayV2HTTPRequest
 			},
 		},
 	}
-	crashed := new(atomic.Bool)
+	crashed, evidence := new(atomic.Bool), new(atomic.Bool)
 	ctx := context.WithValue(context.WithValue(context.Background(), roundKey{}, roundStart), crashKey{}, crashed)
+	ctx = context.WithValue(ctx, evidenceKey{}, evidence)
 	ctx, cancel := context.WithDeadline(ctx, h.now().Add(checkLease))
 	defer cancel()
 	a := answer{in: in, roundStart: roundStart, startSeq: h.seq.Add(1), sentAt: h.now()}
@@ -358,6 +385,7 @@ func (h *history) send(host func(context.Context, events.APIGatewayV2HTTPRequest
 	}()
 	a.seq, a.at = h.seq.Add(1), h.now()
 	a.crashed = crashed.Load()
+	a.evidence = evidence.Load()
 	a.replayed = a.headers[dedupe.HeaderReplayed] == "true"
 	if strings.HasPrefix(a.headers["Content-Type"], dedupe.ProblemContentType) {
 		var p dedupe.Problem
@@ -421,6 +449,12 @@ type roundKey struct{}
 // crashKey carries a request's *atomic.Bool, set when its invocation
 // "dies" after the handler's side effect.
 type crashKey struct{}
+
+// evidenceKey carries a request's *atomic.Bool, set when a claim of it
+// returned dedupe.ErrInProgress without a record of the key's holder: the
+// store met another writer it could not read (a failed condition, then a
+// failed read).
+type evidenceKey struct{}
 
 // crashed reports whether ctx belongs to an invocation that died.
 func crashed(ctx context.Context) bool {
@@ -506,8 +540,11 @@ func (h *history) verify() {
 				fail("replay of exec %d = %d %v %q, want %d %v %q", id, a.status, a.headers, a.body, e.status, e.headers, e.respBody)
 			}
 		}
-		// 4. A 409 in progress needs another holder.
-		if a.status == 409 && a.problem == dedupe.ProblemInProgress && !h.heldBySomeoneElse(a) {
+		// 4. A 409 in progress needs another holder. One answered from
+		// a writer the store saw but could not read is exempt: like the
+		// 503 it would otherwise be, its holder may be its own claim,
+		// applied before a reply was lost.
+		if a.status == 409 && a.problem == dedupe.ProblemInProgress && !a.evidence && !h.heldBySomeoneElse(a) {
 			fail("request of %s answered 409 with no other request holding the key (its own claim?)\n%s", a.in.scope(), h.dump(a.in.scope()))
 		}
 	}
@@ -586,7 +623,11 @@ func (o *observer) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.C
 	o.h.mu.Lock()
 	o.h.claimed[req.Key] = true
 	o.h.mu.Unlock()
-	return o.Store.Claim(ctx, req)
+	res, err := o.Store.Claim(ctx, req)
+	if e, ok := ctx.Value(evidenceKey{}).(*atomic.Bool); ok && errors.Is(err, dedupe.ErrInProgress) && res.Record.Token == "" {
+		e.Store(true)
+	}
+	return res, err
 }
 
 // Complete implements dedupe.Store.

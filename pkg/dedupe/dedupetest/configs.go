@@ -2,12 +2,14 @@ package dedupetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,14 @@ type ConfigCheck struct {
 	// history (several services, stages and event sources) shares it.
 	NewStore func(t *testing.T) dedupe.Store
 
+	// NewStoreFor, when set, is used instead of NewStore: it returns an
+	// empty store for one history, built for the store configuration and
+	// the faults the history drew (StoreConfig), so that a store's own
+	// options and dependencies are checked in combination with the
+	// guard's: dynamostore's LargeResults (S3) and Lean, faults in the
+	// table, in S3, and MRSC replicated-write conflicts.
+	NewStoreFor func(t *testing.T, sc StoreConfig) dedupe.Store
+
 	// Histories is the number of random histories. Zero means the value
 	// of DEDUPE_CONFIG_HISTORIES, else 300 (well under a second on memstore, a few seconds with -race).
 	// Set DEDUPE_CONFIG_HISTORIES=1000000 for a run of minutes.
@@ -34,6 +44,27 @@ type ConfigCheck struct {
 	// value of DEDUPE_CONFIG_SEED, else a random seed. A failure names
 	// the seed that replays it.
 	Seed uint64
+}
+
+// StoreConfig is what a history of CheckConfigs asks of the store that
+// NewStoreFor builds.
+type StoreConfig struct {
+	// LargeAbove, when positive, asks that a result whose body exceeds
+	// LargeAbove bytes be kept outside its record (dynamostore:
+	// LargeResults, with Options.MaxItemBytes = LargeAbove and no
+	// compression); the history's responses fall on both sides of it.
+	// Zero keeps every result in its record.
+	LargeAbove int
+	// Lean asks for a store that writes no in-flight index
+	// (dynamostore's Options.Lean).
+	Lean bool
+	// Inject decides the fault of each call the store makes to its
+	// backends, by operation: "DynamoDB.<operation>" for the table,
+	// "S3.PutObject" and "S3.GetObject" for LargeResults. Ask it at the
+	// layer where real faults happen (the HTTP transport under the SDK),
+	// so that the SDK's retries are exercised. Calls NewStoreFor makes
+	// itself are never faulted.
+	Inject Injector
 }
 
 // The adapters CheckConfigs draws.
@@ -73,20 +104,94 @@ func CheckConfigs(t *testing.T, cfg ConfigCheck) {
 	n, seed := runs(cfg.Histories, cfg.Seed, "DEDUPE_CONFIG", 300)
 	t.Logf("CheckConfigs: %d histories from seed %d (replay with DEDUPE_CONFIG_SEED=%d)", n, seed, seed)
 	refused := 0
+	var mix configMix
 	for i := range n {
 		s := seed + uint64(i)
-		h := newConfigHistory(t, s, cfg.NewStore(t))
+		h := newConfigHistory(t, s, cfg.NewStoreFor != nil)
+		h.quiet = true // construction is not under test
+		if cfg.NewStoreFor != nil {
+			h.store = cfg.NewStoreFor(t, h.storeConfig())
+		} else {
+			h.store = cfg.NewStore(t)
+		}
+		h.quiet = false
 		if h.build() {
 			h.run()
 		} else {
 			refused++
 		}
+		mix.add(h)
 		if len(h.violations) > 0 {
 			t.Fatalf("seed %d (DEDUPE_CONFIG_SEED=%d DEDUPE_CONFIG_HISTORIES=1), configuration %s:\n%s", s, s, h.describe(), strings.Join(h.violations, "\n"))
 		}
 	}
-	t.Logf("CheckConfigs: %d histories, %d refused at construction", n, refused)
-	checkHandlersOn(t, cfg.NewStore, n, seed) // Handler, its types and expressions: handlercheck.go
+	t.Logf("CheckConfigs: %d histories, %d refused at construction; %s", n, refused, &mix)
+	checkHandlersOn(t, cfg, n, seed) // Handler, its types and expressions: handlercheck.go
+}
+
+// configMix counts what the histories of one CheckConfigs drew and did.
+type configMix struct {
+	histories, failOpen, large, lean, tableFaults, conflicts, s3Flaky, s3Denied int
+	requests, variants, runs, unguarded                                         int
+	faults                                                                      map[string]int // "op fault" -> injected
+	calls                                                                       map[string]int // op -> calls
+}
+
+func (m *configMix) add(h *configHistory) {
+	m.histories++
+	for _, d := range []struct {
+		on bool
+		n  *int
+	}{{h.failOpen, &m.failOpen}, {h.largeAbove > 0, &m.large}, {h.lean, &m.lean}, {h.tableFaults, &m.tableFaults},
+		{h.conflicts, &m.conflicts}, {h.s3Mode == "flaky", &m.s3Flaky}, {h.s3Mode == "denied", &m.s3Denied}} {
+		if d.on {
+			*d.n++
+		}
+	}
+	m.requests += h.reached
+	m.variants += h.variantsSent
+	m.runs += h.runs
+	m.unguarded += h.unguardedRuns
+	if m.faults == nil {
+		m.faults = map[string]int{}
+	}
+	for k, v := range h.faults {
+		m.faults[k] += v
+	}
+	if m.calls == nil {
+		m.calls = map[string]int{}
+	}
+	for k, v := range h.calls {
+		m.calls[k] += v
+	}
+}
+
+func (m *configMix) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mix: FailOpen %d, LargeResults %d, Lean %d, table faults %d, MRSC conflicts %d, S3 flaky %d, S3 refusing uploads %d (of %d histories); "+
+		"%d requests (%d reusing a key for another request), %d runs (%d unguarded)",
+		m.failOpen, m.large, m.lean, m.tableFaults, m.conflicts, m.s3Flaky, m.s3Denied, m.histories, m.requests, m.variants, m.runs, m.unguarded)
+	for _, part := range []struct {
+		name string
+		m    map[string]int
+	}{{"backend calls", m.calls}, {"faults injected", m.faults}} {
+		if len(part.m) == 0 {
+			continue
+		}
+		keys := make([]string, 0, len(part.m))
+		for k := range part.m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		fmt.Fprintf(&b, "; %s:", part.name)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, " %s %d", k, part.m[k])
+		}
+	}
+	return b.String()
 }
 
 // configHistory is one history of CheckConfigs: a configuration, the
@@ -113,6 +218,18 @@ type configHistory struct {
 	keepAll    bool // HTTPConfig.Keep stores every status
 	keyFunc    bool // a key function instead of the default key
 	shareSrc   bool // ShareSources on the batch adapters
+	variants   bool // some requests reuse a key for another request
+
+	// The store's configuration and faults (ConfigCheck.NewStoreFor).
+	largeAbove  int    // StoreConfig.LargeAbove; 0: none
+	lean        bool   // StoreConfig.Lean
+	tableFaults bool   // the table throttles, times out and loses replies
+	conflicts   bool   // the table refuses writes with replicated-write conflicts
+	s3Mode      string // "": no S3 faults; "flaky": S3 calls fail now and then; "denied": every upload is refused
+	frng        *rand.Rand
+	quiet       bool // no faults (construction, verification)
+	burst       int  // conflicts left in the current burst
+	s3Burst     map[string]s3Burst
 
 	services []*configService
 	epoch    int // advanced when every record has expired
@@ -126,6 +243,19 @@ type configHistory struct {
 	work       map[string]bool   // request identity -> work done
 	answers    map[string]string // request identity -> first fresh answer body
 	violations []string
+
+	// What the store has said, as the checker sees its calls.
+	liveUntil      map[string]time.Time // store key -> its record's expiry, as last written
+	completedUntil map[string]time.Time // store key -> expiry of its completed record
+	variantRan     map[string]bool      // request identity -> another request ran under its key (a new life)
+	// The attempt being sent (histories send one at a time).
+	knew          bool // a claim of it got an answer about the key from the backend
+	inComplete    bool // a Complete is running
+	completeFault bool // a table call of that Complete was faulted
+
+	faults                            map[string]int // "op fault" -> injected
+	calls                             map[string]int // op -> calls asked about
+	variantsSent, runs, unguardedRuns int
 }
 
 // configService is one guard of a history: a service on the shared store.
@@ -134,16 +264,22 @@ type configService struct {
 	guard *dedupe.Guard
 }
 
-func newConfigHistory(t *testing.T, seed uint64, store dedupe.Store) *configHistory {
+func newConfigHistory(t *testing.T, seed uint64, storeOptions bool) *configHistory {
 	h := &configHistory{
-		t:       t,
-		rng:     rand.New(rand.NewPCG(seed, seed^0x5afe0f10a)),
-		store:   store,
-		dks:     map[string]string{},
-		life:    map[string]string{},
-		effects: map[string]int{},
-		work:    map[string]bool{},
-		answers: map[string]string{},
+		t:              t,
+		rng:            rand.New(rand.NewPCG(seed, seed^0x5afe0f10a)),
+		frng:           rand.New(rand.NewPCG(seed^0x2545f4914f6cdd1d, seed)),
+		dks:            map[string]string{},
+		life:           map[string]string{},
+		effects:        map[string]int{},
+		work:           map[string]bool{},
+		answers:        map[string]string{},
+		liveUntil:      map[string]time.Time{},
+		completedUntil: map[string]time.Time{},
+		variantRan:     map[string]bool{},
+		faults:         map[string]int{},
+		calls:          map[string]int{},
+		s3Burst:        map[string]s3Burst{},
 	}
 	h.clock.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	r := h.rng
@@ -162,12 +298,101 @@ func newConfigHistory(t *testing.T, seed uint64, store dedupe.Store) *configHist
 	h.keepAll = r.IntN(2) == 0
 	h.keyFunc = r.IntN(2) == 0
 	h.shareSrc = r.IntN(4) == 0
+	h.variants = r.IntN(3) == 0
+	if storeOptions {
+		if r.IntN(2) == 0 {
+			h.largeAbove = configLargeAbove
+			h.s3Mode = []string{"", "flaky", "flaky", "denied"}[r.IntN(4)]
+			// A cached replay reads nothing from S3: keep the cache
+			// rarer where S3 is under test.
+			h.cache = h.cache && r.IntN(3) == 0
+			// Another request under a key whose response S3 cannot give
+			// back must still get 422: draw such requests where S3 fails.
+			h.variants = h.variants || h.s3Mode == "flaky"
+		}
+		h.lean = r.IntN(3) == 0
+		h.tableFaults = r.IntN(3) == 0
+		h.conflicts = r.IntN(4) == 0
+	}
 	return h
 }
 
+// s3Burst is a fault that repeats on the next n calls of its operation.
+type s3Burst struct {
+	f Fault
+	n int
+}
+
+// configLargeAbove is StoreConfig.LargeAbove when a history draws
+// LargeResults; half its requests answer bodies above it.
+const configLargeAbove = 4096
+
+// storeConfig is the StoreConfig of the history.
+func (h *configHistory) storeConfig() StoreConfig {
+	return StoreConfig{LargeAbove: h.largeAbove, Lean: h.lean, Inject: h.inject}
+}
+
+// inject draws the fault of one backend call of the history's store.
+func (h *configHistory) inject(op string) Fault {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.quiet {
+		return FaultNone
+	}
+	h.calls[op]++
+	f := FaultNone
+	r := h.frng
+	switch {
+	case op == "DynamoDB.DescribeTable":
+	case h.conflicts && (op == "DynamoDB.PutItem" || op == "DynamoDB.UpdateItem") && (h.burst > 0 || r.IntN(10) == 0):
+		// A burst of conflicts: another Region writes the item for a
+		// while; a burst of 4 or more outlasts the store's retries.
+		if h.burst == 0 {
+			h.burst = 1 + r.IntN(6)
+		}
+		h.burst--
+		f = FaultConflict
+	case h.tableFaults && strings.HasPrefix(op, "DynamoDB.") && r.IntN(100) < 8:
+		f = []Fault{FaultThrottle, FaultTimeout, FaultLostReply}[r.IntN(3)]
+	case h.s3Mode == "denied" && op == "S3.PutObject":
+		f = FaultDenied
+	case h.s3Mode == "flaky" && strings.HasPrefix(op, "S3.") && h.s3Burst[op].n > 0:
+		// S3 keeps failing alike for a while, so that some faults
+		// outlast the SDK's retries.
+		b := h.s3Burst[op]
+		f, b.n = b.f, b.n-1
+		h.s3Burst[op] = b
+	case h.s3Mode == "flaky" && op == "S3.PutObject" && r.IntN(100) < 25:
+		f = []Fault{FaultThrottle, FaultThrottle, FaultLostReply, FaultTimeout, FaultDenied}[r.IntN(5)]
+		h.s3Burst[op] = s3Burst{f, r.IntN(4)}
+	case h.s3Mode == "flaky" && op == "S3.GetObject" && r.IntN(100) < 50:
+		f = []Fault{FaultThrottle, FaultTimeout, FaultCut, FaultCut, FaultDenied, FaultMissing}[r.IntN(6)]
+		if f != FaultMissing {
+			h.s3Burst[op] = s3Burst{f, r.IntN(4)}
+		}
+	}
+	if f != FaultNone {
+		h.faults[op+" "+f.String()]++
+		if h.inComplete && strings.HasPrefix(op, "DynamoDB.") {
+			h.completeFault = true
+		}
+	}
+	// What the claim of the attempt learnt: a write or read of the table
+	// that got through, or a conflict, is an answer about the key; a
+	// read of S3 only follows a record read.
+	switch {
+	case !h.inComplete && (op == "DynamoDB.PutItem" || op == "DynamoDB.GetItem") && (f == FaultNone || f == FaultConflict):
+		h.knew = true
+	case op == "S3.GetObject":
+		h.knew = true
+	}
+	return f
+}
+
 func (h *configHistory) describe() string {
-	return fmt.Sprintf("adapter=%s principal=%s prefix=%s SharedScope=%v FailOpen=%v claimFails=%v Cache=%v Wait=%v Heartbeat=%v extender=%v MinHold=%v Retention=%v keepAll=%v keyFunc=%v ShareSources=%v",
-		h.adapter, h.principal, h.prefixMode, h.shared, h.failOpen, h.claimFails, h.cache, h.wait, h.heartbeat, h.extender, h.minHold, h.retention, h.keepAll, h.keyFunc, h.shareSrc)
+	return fmt.Sprintf("adapter=%s principal=%s prefix=%s SharedScope=%v FailOpen=%v claimFails=%v Cache=%v Wait=%v Heartbeat=%v extender=%v MinHold=%v Retention=%v keepAll=%v keyFunc=%v ShareSources=%v variants=%v LargeAbove=%d Lean=%v tableFaults=%v conflicts=%v s3=%q",
+		h.adapter, h.principal, h.prefixMode, h.shared, h.failOpen, h.claimFails, h.cache, h.wait, h.heartbeat, h.extender, h.minHold, h.retention, h.keepAll, h.keyFunc, h.shareSrc,
+		h.variants, h.largeAbove, h.lean, h.tableFaults, h.conflicts, h.s3Mode)
 }
 
 func (h *configHistory) now() time.Time { return time.Unix(0, h.clock.Load()) }
@@ -270,10 +495,19 @@ func (h *configHistory) build() (ok bool) {
 // request is one logical request of a history: who sends which key from
 // where. Its identity is its scope and the epoch (the record's life).
 type request struct {
-	svc    int
-	tenant string
-	stage  string // API stage, or event source ARN
-	key    string
+	svc     int
+	tenant  string
+	stage   string // API stage, or event source ARN
+	key     string
+	variant bool // another request (another body) under the key of the same identity
+}
+
+// payload is the request's body.
+func (r request) payload() string {
+	if r.variant {
+		return `{"order":"` + r.key + `","note":"another request"}`
+	}
+	return `{"order":"` + r.key + `"}`
 }
 
 // scopeTenant returns the tenant a request is scoped by: its own, or
@@ -333,12 +567,27 @@ func (h *configHistory) run() {
 			h.clock.Add(int64(48*time.Hour + time.Hour))
 			h.epoch++
 		}
+		if h.retention == 0 && h.rng.IntN(10) == 0 {
+			// Past every lease, well within the default retention (a
+			// day): stranded records may be taken over, completed ones
+			// never run again.
+			h.clock.Add(int64(16 * time.Minute))
+		}
 		r := request{svc: h.rng.IntN(2), tenant: tenants[h.rng.IntN(2)], stage: stages[h.rng.IntN(2)], key: keys[h.rng.IntN(len(keys))]}
+		if h.variants && !h.isBatch() && h.rng.IntN(3) == 0 {
+			h.mu.Lock()
+			_, ran := h.life[h.identity(r)]
+			h.mu.Unlock()
+			// Only a key whose first request ran guarded, so that its
+			// record binds the key to that request's fingerprint.
+			r.variant = ran
+		}
 		for range 1 + h.rng.IntN(3) {
 			h.clock.Add(int64(time.Duration(h.rng.IntN(2000)) * time.Millisecond))
 			h.send(r)
 		}
 	}
+	h.checkAdmin()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.events != h.reached {
@@ -346,14 +595,91 @@ func (h *configHistory) run() {
 	}
 }
 
+// checkAdmin checks the store's dedupe.Admin, if it has one, at the end
+// of a history: InFlight either refuses (errors.ErrUnsupported) or lists
+// every record of the history that is in flight.
+func (h *configHistory) checkAdmin() {
+	a, ok := h.store.(dedupe.Admin)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	h.quiet = true
+	keys := make([]string, 0, len(h.liveUntil))
+	for k := range h.liveUntil {
+		keys = append(keys, k)
+	}
+	h.mu.Unlock()
+	defer func() { h.mu.Lock(); h.quiet = false; h.mu.Unlock() }()
+	ctx := context.Background()
+	now := h.now()
+	// One record surely in flight, whatever the history left.
+	probe := fmt.Sprintf("configcheck/in-flight/%d", h.rng.Uint64())
+	if res, err := h.store.Claim(ctx, dedupe.ClaimRequest{Key: probe, Fingerprint: "fp", Token: "probe", Now: now,
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil || !res.Acquired {
+		h.violate("claim of the in-flight probe: %+v, %v", res, err)
+		return
+	}
+	keys = append(keys, probe)
+	recs, truncated, err := a.InFlight(ctx, now, 1000)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return
+	case err != nil:
+		h.violate("Admin.InFlight: %v", err)
+		return
+	case truncated:
+		return
+	}
+	listed := map[string]bool{}
+	for _, r := range recs {
+		listed[r.Key] = true
+	}
+	for _, k := range keys {
+		rec, err := h.store.Get(ctx, k, now)
+		// Released records (lease 0) have nothing left to list.
+		if err == nil && rec.Status == dedupe.StatusInProgress && rec.LeaseExpiresAt.UnixMilli() != 0 && !listed[k] {
+			h.violate("Admin.InFlight did not list %s, which is in flight (lease until %v): an Admin method must do what it says or refuse", dedupe.KeyRef(k), rec.LeaseExpiresAt)
+		}
+	}
+}
+
 // charge is the guarded work: it checks the claim, charges the model
 // processor once per downstream key, and marks the request's work done.
 // It returns the answer body, which names the scope it ran in.
-func (h *configHistory) charge(ctx context.Context, id string) string {
+func (h *configHistory) charge(ctx context.Context, id string, variant bool) string {
 	c, ok := dedupe.ClaimFrom(ctx)
 	dk := c.DownstreamKey()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.runs++
+	if c.Unguarded {
+		h.unguardedRuns++
+	}
+	now := h.now()
+	live := func(m map[string]time.Time) bool {
+		until, ok := m[c.Key]
+		return ok && now.Unix() <= until.Unix()
+	}
+	// A request the store has answered about never runs unguarded; one
+	// it recorded as completed never runs again, and another request
+	// never runs under a key bound to the first (only one without any
+	// answer may run unguarded, FailOpen's documented trade).
+	switch {
+	case c.Unguarded && h.knew:
+		h.violations = append(h.violations, fmt.Sprintf("%s: ran unguarded although the store had answered about the key (FailOpen acts on no answer only)", id))
+	case live(h.completedUntil) && (!c.Unguarded || h.knew):
+		h.violations = append(h.violations, fmt.Sprintf("%s: ran again after the store recorded it completed", id))
+	case variant && live(h.liveUntil) && !c.Unguarded:
+		h.violations = append(h.violations, fmt.Sprintf("%s: another request (another body) ran under a key bound to the first", id))
+	}
+	if variant && !c.Unguarded {
+		h.variantRan[id] = true // the key's record expired: a new binding
+		return h.answerBody(id)
+	}
+	if variant {
+		return h.answerBody(id)
+	}
 	h.work[id] = true
 	switch {
 	case !ok || dk == "":
@@ -378,7 +704,19 @@ func (h *configHistory) charge(ctx context.Context, id string) string {
 			h.violations = append(h.violations, fmt.Sprintf("%s: %d effects, want at most one", id, h.effects[id]))
 		}
 	}
-	return "answer for " + id
+	return h.answerBody(id)
+}
+
+// answerBody is the body of the answer to id: "answer for <id>", padded
+// past StoreConfig.LargeAbove for the keys order-1 and order-2 when the
+// history draws LargeResults (order-3 stays small), so that responses
+// fall on both sides of it.
+func (h *configHistory) answerBody(id string) string {
+	body := "answer for " + id
+	if h.largeAbove > 0 && !strings.Contains(id, "|order-3|") {
+		body += "~" + strings.Repeat("#", h.largeAbove+2048)
+	}
+	return body
 }
 
 func seen(m map[string]string, k string) bool { _, ok := m[k]; return ok }
@@ -387,7 +725,7 @@ func seen(m map[string]string, k string) bool { _, ok := m[k]; return ok }
 func (h *configHistory) answered(id, body string, replayed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if want := "answer for " + id; body != want {
+	if want := "answer for " + id; strings.SplitN(body, "~", 2)[0] != want {
 		h.violations = append(h.violations, fmt.Sprintf("%s received %q: an answer crossed a scope", id, body))
 		return
 	}
@@ -407,14 +745,20 @@ func (h *configHistory) reach() {
 
 // send sends one attempt of r through the drawn adapter.
 func (h *configHistory) send(r request) {
+	h.mu.Lock()
+	h.knew = false
+	if r.variant {
+		h.variantsSent++
+	}
+	h.mu.Unlock()
 	id := h.identity(r)
 	svc := h.services[r.svc]
 	ctx := context.Background()
 	switch h.adapter {
 	case "Do", "RunJSON":
 		h.reach()
-		payload := []byte(`{"order":"` + r.key + `"}`)
-		fn := func(ctx context.Context) (string, error) { return h.charge(ctx, id), nil }
+		payload := []byte(r.payload())
+		fn := func(ctx context.Context) (string, error) { return h.charge(ctx, id, r.variant), nil }
 		var v string
 		var err error
 		replayed := false
@@ -424,6 +768,9 @@ func (h *configHistory) send(r request) {
 			v, replayed = a.Value, a.Replayed
 		} else {
 			v, err = dedupe.RunJSON(ctx, svc.guard, r.key, payload, fn)
+		}
+		if r.variant && (replayed || errors.Is(err, dedupe.ErrResultUnreadable) || errors.Is(err, dedupe.ErrResultOmitted)) && !h.variantBound(id) {
+			h.violate("%s: another request under its key got %v (replayed %v); want ErrFingerprintMismatch", id, err, replayed)
 		}
 		if v != "" {
 			h.answered(id, v, replayed)
@@ -441,7 +788,7 @@ func (h *configHistory) send(r request) {
 // reported processed or duplicate had its work done.
 func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 	ctx := context.Background()
-	body := `{"order":"` + r.key + `"}`
+	body := r.payload()
 	arn := "arn:aws:sqs:eu-west-1:123456789012:" + r.stage
 	// Sometimes the item function fails after a nested guarded call of
 	// its own failed to record (ErrNotStored), without doing the work.
@@ -452,7 +799,7 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 		if nestedFail {
 			return fmt.Errorf("nested RunJSON: %w", dedupe.ErrNotStored)
 		}
-		h.charge(ctx, id)
+		h.charge(ctx, id, r.variant)
 		return nil
 	}
 	h.reach()
@@ -508,7 +855,7 @@ func (h *configHistory) authorizer(tenant string) map[string]any {
 // answer.
 func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 	ctx := context.Background()
-	body := `{"order":"` + r.key + `"}`
+	body := r.payload()
 	cfg := &dedupe.HTTPConfig{SharedScope: h.shared, Logger: discard}
 	if h.principal == "func" || h.adapter == "Middleware" && h.identified() {
 		cfg.Principal = func(req any) string {
@@ -567,7 +914,7 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 			}
 		}
 		resp, err := dedupe.HTTPAPI(svc.guard, cfg, func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: h.charge(ctx, id)}, nil
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: h.charge(ctx, id, r.variant)}, nil
 		})(ctx, ev)
 		if err != nil {
 			h.violate("%s: HTTPAPI error %v", id, err)
@@ -587,7 +934,7 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 			}
 		}
 		resp, err := dedupe.RESTAPI(svc.guard, cfg, func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-			return events.APIGatewayProxyResponse{StatusCode: 201, Body: h.charge(ctx, id)}, nil
+			return events.APIGatewayProxyResponse{StatusCode: 201, Body: h.charge(ctx, id, r.variant)}, nil
 		})(ctx, ev)
 		if err != nil {
 			h.violate("%s: RESTAPI error %v", id, err)
@@ -600,7 +947,7 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 			ev.RequestContext.Authorizer = &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/" + r.tenant}}
 		}
 		resp, err := dedupe.FunctionURL(svc.guard, cfg, func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-			return events.LambdaFunctionURLResponse{StatusCode: 201, Body: h.charge(ctx, id)}, nil
+			return events.LambdaFunctionURLResponse{StatusCode: 201, Body: h.charge(ctx, id, r.variant)}, nil
 		})(ctx, ev)
 		if err != nil {
 			h.violate("%s: FunctionURL error %v", id, err)
@@ -609,7 +956,7 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 	case "Middleware":
 		mw := dedupe.Middleware(svc.guard, cfg)(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.WriteHeader(201)
-			w.Write([]byte(h.charge(req.Context(), id)))
+			w.Write([]byte(h.charge(req.Context(), id, r.variant)))
 		}))
 		req := httptest.NewRequest("POST", "/orders", strings.NewReader(body))
 		req.Pattern = "POST /orders"
@@ -620,17 +967,38 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 		mw.ServeHTTP(w, req)
 		status, respBody, replayed = w.Code, w.Body.String(), w.Header().Get(dedupe.HeaderReplayed) == "true"
 	}
+	var problem dedupe.Problem
+	if status >= 400 {
+		json.Unmarshal([]byte(respBody), &problem)
+	}
+	bound := h.variantBound(id)
 	switch {
 	case status == 201:
 		if wantRefused {
 			h.violate("%s: answered 201 with no principal and SharedScope off", id)
 		}
+		if r.variant && replayed && !bound {
+			h.violate("%s: another request under its key got the first one's replay", id)
+		}
 		h.answered(id, respBody, replayed)
 	case status == 500 && wantRefused:
+	case r.variant && !bound && (problem.Type == dedupe.ProblemResultUnreadable || problem.Type == dedupe.ProblemResultUnavailable):
+		// The fingerprints are compared before any result is read.
+		h.violate("%s: another request under its key got %d %s; want 422 whatever failed after the read", id, status, problem.Type)
+	case status == 422 && (r.variant || bound):
 	case status == 409 || status == 503:
 	default:
 		h.violate("%s: unexpected status %d %q", id, status, respBody)
 	}
+}
+
+// variantBound reports whether a request of id under another body ran
+// guarded (after the first one's record expired), binding the key to it:
+// the first one's retries may then get its mismatch.
+func (h *configHistory) variantBound(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.variantRan[id]
 }
 
 // discard is the Logger of every guard CheckConfigs builds.
@@ -647,7 +1015,42 @@ func (s *configStore) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedup
 	if s.h.claimFails && s.h.rng.IntN(4) == 0 {
 		return dedupe.ClaimResult{}, fmt.Errorf("configcheck: throttled: %w", dedupe.ErrStoreUnavailable)
 	}
-	return s.Store.Claim(ctx, req)
+	res, err := s.Store.Claim(ctx, req)
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil && res.Acquired:
+		h.liveUntil[req.Key] = req.ExpiresAt
+	case errors.Is(err, dedupe.ErrStoreUnavailable) && h.knew && !s.h.claimFails:
+		// Only the store's own errors count here (claimFails are the
+		// checker's, before the store is asked).
+		h.violations = append(h.violations, fmt.Sprintf("Claim %s = %v after the backend answered about the key: unavailable means no answer was received", dedupe.KeyRef(req.Key), err))
+	}
+	return res, err
+}
+
+func (s *configStore) Complete(ctx context.Context, req dedupe.CompleteRequest) error {
+	h := s.h
+	h.mu.Lock()
+	h.inComplete, h.completeFault = true, false
+	h.mu.Unlock()
+	err := s.Store.Complete(ctx, req)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inComplete = false
+	switch {
+	case err == nil || errors.Is(err, dedupe.ErrResultTooLarge):
+		h.completedUntil[req.Key] = req.ExpiresAt
+		h.liveUntil[req.Key] = req.ExpiresAt
+	case errors.Is(err, dedupe.ErrLeaseLost):
+	case !h.completeFault:
+		// Only a failure of the table itself may leave a finished
+		// request in flight (ErrNotStored): after its lease, a retry
+		// would run it again.
+		h.violations = append(h.violations, fmt.Sprintf("Complete %s = %v while the table answered every call: a finished request would run again after its lease", dedupe.KeyRef(req.Key), err))
+	}
+	return err
 }
 
 // configExtender is a configStore that offers LeaseExtender when the

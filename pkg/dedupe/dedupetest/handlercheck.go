@@ -66,9 +66,14 @@ func CheckHandlers(t *testing.T, cfg ConfigCheck) {
 // n histories (at least one), on one store of newStore, each history
 // under a prefix of its own, so that every store CheckConfigs checks
 // also stores and replays Handler's results.
-func checkHandlersOn(t *testing.T, newStore func(*testing.T) dedupe.Store, n int, seed uint64) {
+func checkHandlersOn(t *testing.T, cfg ConfigCheck, n int, seed uint64) {
 	t.Helper()
-	store := newStore(t)
+	var store dedupe.Store
+	if cfg.NewStoreFor != nil {
+		store = cfg.NewStoreFor(t, StoreConfig{Inject: func(string) Fault { return FaultNone }}) // its plain configuration, no faults
+	} else {
+		store = cfg.NewStore(t)
+	}
 	checkHandlerHistories(t, func(*testing.T) dedupe.Store { return store }, max(1, n/10), seed, "DEDUPE_CONFIG")
 }
 

@@ -175,6 +175,14 @@ func testReplayCompleted(t *testing.T, s dedupe.Store) {
 	if err != nil || got.Result == nil || !equalResult(*got.Result, want) {
 		t.Errorf("Get = %+v, %v; want the stored result", got, err)
 	}
+	// A result kept in the record always replays: only a store keeping
+	// results elsewhere may return these (RunExternalResults).
+	_, cerr := s.Claim(context.Background(), claimReq(k, "tok-c", base.Add(3*time.Second), 30*time.Second))
+	for _, e := range []error{err, cerr} {
+		if errors.Is(e, dedupe.ErrResultUnreadable) || errors.Is(e, dedupe.ErrResultOmitted) {
+			t.Errorf("replay of a small result = %v; want no error", e)
+		}
+	}
 }
 
 func testGetMissing(t *testing.T, s dedupe.Store) {
