@@ -226,11 +226,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON, escaped for a terminal (escJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(escJSON(append(b, '\n')))
+	return err
 }
 
 // recordView is a record as the command prints it.

@@ -621,7 +621,7 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 			return fail(ExitRefused, "not confirmed; nothing deleted")
 		}
 	}
-	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	log := slog.New(slog.NewJSONHandler(jsonWriter{env.Stderr}, nil))
 	if err := st.Forget(ctx, rec.Key, *token); err != nil {
 		if errors.Is(err, dedupe.ErrLeaseLost) {
 			return fail(ExitRefused, "refused: %s no longer carries token %s (rewritten since); run show again", t.ref, *token)

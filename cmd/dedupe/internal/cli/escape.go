@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -17,8 +19,10 @@ import (
 // operator's cursor, set the terminal's title, write its clipboard (OSC
 // 52), clear the screen, fake a line such as "owner: …", or rewrite the
 // question the operator answers (a carriage return and an erase-line).
-// JSON output needs none of this: encoding/json escapes every control
-// character, and invalid UTF-8 becomes U+FFFD.
+// JSON output (-o json, and forget's log line) goes through escJSON:
+// encoding/json and slog escape the C0 controls and replace invalid UTF-8,
+// but write DEL, the C1 controls (U+009B is CSI, U+009D is OSC), bidi
+// overrides and zero-width characters raw.
 
 // esc returns s as one line of printable text: a printable rune
 // (unicode.IsPrint: letters, marks, numbers, punctuation, symbols, the
@@ -79,4 +83,55 @@ func escape(s string, keepLines bool) string {
 		i += n
 	}
 	return b.String()
+}
+
+// escJSON returns the JSON text b with every rune that esc would escape
+// and that encoding/json writes raw (DEL, and the non-ASCII runes that
+// are not printable or are U+FFFD) written as a \uNNNN escape, a UTF-16
+// surrogate pair above U+FFFF. Such runes only ever occur inside JSON
+// strings, so the result is the same JSON value, and every decoder reads
+// back the same strings; a terminal sees only printable text.
+func escJSON(b []byte) []byte {
+	clean := true
+	for _, r := range string(b) {
+		if jsonRaw(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for _, r := range string(b) {
+		switch {
+		case !jsonRaw(r):
+			out = utf8.AppendRune(out, r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
+}
+
+// jsonRaw reports whether r, as encoding/json or slog writes it raw,
+// must be escaped for a terminal: DEL, and any non-ASCII rune that is not
+// printable, or is U+FFFD (which stands for invalid bytes).
+func jsonRaw(r rune) bool {
+	return r == 0x7f || r >= utf8.RuneSelf && (r == utf8.RuneError || !unicode.IsPrint(r))
+}
+
+// jsonWriter is a writer of complete JSON texts, one per Write (as
+// writeJSON and slog's JSON handler write them), that escapes them with
+// escJSON.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(escJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -2,3 +2,6 @@ package cli
 
 // Escape exposes esc to the tests.
 var Escape = esc
+
+// EscapeJSON exposes escJSON to the tests.
+var EscapeJSON = escJSON

@@ -125,6 +125,32 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+// TestEscapeJSON checks what JSON output does to every hostile string:
+// nothing left that acts on a terminal (encoding/json writes C1
+// controls, bidi and zero-width characters raw), and the same value when
+// decoded.
+func TestEscapeJSON(t *testing.T) {
+	for _, h := range append(hostile, struct{ name, value string }{"beyond the BMP", "tag \U000e0041, emoji \U0001f600"}) {
+		t.Run(h.name, func(t *testing.T) {
+			b, err := json.Marshal(map[string]string{"k" + h.value: h.value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cli.EscapeJSON(b)
+			if err := clean(string(got)); err != nil {
+				t.Errorf("EscapeJSON(%s) = %s: %v", b, got, err)
+			}
+			var m map[string]string
+			if err := json.Unmarshal(got, &m); err != nil || m["k"+viaJSON(h.value)] != viaJSON(h.value) || len(m) != 1 {
+				t.Errorf("EscapeJSON(%s) = %s decodes to %q, %v; want the same value", b, got, m, err)
+			}
+		})
+	}
+	if b := []byte(`{"a":"café 日本 😀"}`); string(cli.EscapeJSON(b)) != string(b) {
+		t.Errorf("EscapeJSON(%s) = %s; want it unchanged", b, cli.EscapeJSON(b))
+	}
+}
+
 // TestHostileBytes writes every hostile string into records on every
 // store, as the key's client part, the request ID, the trace, the
 // fingerprint and the response body, and runs every command that prints
@@ -187,6 +213,16 @@ func TestHostileBytes(t *testing.T) {
 				runAll("stranded", "", "stranded", "--limit", "1000")
 				runAll("release refused", "", "release", dedupe.KeyRef(stuck), "--token", h.value)
 				runAll("forget asked", "no\n", "forget", dedupe.KeyRef(done), "--token", "tok-done", "--reason", "x")
+				// JSON output, and forget's log line (JSON on stderr),
+				// reach the same terminal: encoding/json and slog write C1
+				// controls, bidi overrides and zero-width characters raw.
+				runAll("show -o json", "", "show", dedupe.KeyRef(stuck), "-o", "json")
+				runAll("show --body -o json", "", "show", dedupe.KeyRef(done), "--body", "-o", "json")
+				runAll("inflight -o json", "", "inflight", "--limit", "1000", "-o", "json")
+				runAll("forget --yes", "", "forget", dedupe.KeyRef(done), "--token", "tok-done", "--reason", "x", "--yes")
+				if !strings.Contains(outputs["forget --yes"], `"original_request_id"`) {
+					t.Errorf("%s: forget --yes logged no line: %q", h.name, outputs["forget --yes"])
+				}
 				for name, out := range outputs {
 					if name == "show --body" {
 						out = strings.ReplaceAll(out, "\t", "") // a body keeps its tabs and lines
