@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -83,6 +84,70 @@ func escape(s string, keepLines bool) string {
 		i += n
 	}
 	return b.String()
+}
+
+// unesc inverts esc: it returns the string s is the escaped form of, and
+// false when s is not one (a backslash that starts no escape esc writes,
+// or an escape that decodes to a rune esc would have printed as it is).
+// --stored-key reads a key through it, since show prints keys escaped.
+func unesc(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		width := 0
+		switch s[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'x':
+			width = 2
+		case 'u':
+			width = 4
+		case 'U':
+			width = 8
+		default:
+			return "", false
+		}
+		if width == 0 {
+			i += 2
+			continue
+		}
+		if i+2+width > len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+2:i+2+width], 16, 32)
+		if err != nil {
+			return "", false
+		}
+		switch {
+		case width == 2 && (v < 0x80 && unicode.IsPrint(rune(v)) || v == '\\'):
+			return "", false // esc writes it as it is
+		case width == 2:
+			b.WriteByte(byte(v)) // a control, or a byte of invalid UTF-8
+		case !utf8.ValidRune(rune(v)) || v < 0x80 || unicode.IsPrint(rune(v)) && rune(v) != utf8.RuneError:
+			return "", false
+		default:
+			b.WriteRune(rune(v))
+		}
+		i += 2 + width
+	}
+	return b.String(), true
 }
 
 // escJSON returns the JSON text b with every rune that esc would escape

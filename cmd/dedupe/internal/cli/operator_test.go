@@ -102,6 +102,9 @@ func TestEscape(t *testing.T) {
 			if prev, ok := seen[got]; ok {
 				t.Errorf("Escape(%q) = Escape(%q) = %q", h.value, prev, got)
 			}
+			if back, ok := cli.Unescape(got); !ok || back != h.value {
+				t.Errorf("Unescape(%q) = %q, %v; want %q", got, back, ok, h.value)
+			}
 			seen[got] = h.value
 		})
 	}
@@ -121,6 +124,16 @@ func TestEscape(t *testing.T) {
 	} {
 		if got := cli.Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+		if back, ok := cli.Unescape(want); !ok || back != in {
+			t.Errorf("Unescape(%q) = %q, %v; want %q", want, back, ok, in)
+		}
+	}
+	// What Escape never writes is no escaped form: such a value names a
+	// key as typed.
+	for _, s := range []string{`a\b`, `\x41`, `\x5c`, `\u00e9`, `\u0041`, `\ud800`, `\x1`, `tail\`, `\q`} {
+		if got, ok := cli.Unescape(s); ok {
+			t.Errorf("Unescape(%q) = %q, true; want false", s, got)
 		}
 	}
 }
@@ -403,6 +416,69 @@ func TestAmbiguousRef(t *testing.T) {
 			}
 			if recs, err := a.FindRef(ctx, ref, now); err != nil || len(recs) != 1 || recs[0].Key != collidingKeys[0] {
 				t.Errorf("after forget --stored-key = %+v, %v; want Alice's record only", recs, err)
+			}
+		})
+	}
+}
+
+// TestStoredKeyAsShown: --stored-key takes a key as show prints it,
+// escaped, on every store: a client's key with a backslash or a control
+// character (a raw path behind net/http, an Idempotency-Key) is still
+// named by what the operator copies from show's key line or from a
+// refusal's --stored-key; and as the JSON output holds it, raw. A value
+// that names two records, one as typed and one as show escapes it, is
+// refused (exit 2) naming both.
+func TestStoredKeyAsShown(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			id := rand.Text()
+			claim := func(key, tok string) {
+				t.Helper()
+				if _, err := b.store.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: tok, Now: now.Add(-time.Minute),
+					LeaseUntil: now.Add(-30 * time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key := dedupe.StoreKey(prefix, `POST /files/a\b`+"\x1b]0;t\x07\u202e/"+id)
+			claim(key, "tok-hostile")
+			code, out, errOut := run(t, "", append([]string{"show", dedupe.KeyRef(key)}, b.flags...)...)
+			shown, ok := "", false
+			for _, line := range strings.Split(out, "\n") {
+				if v, found := strings.CutPrefix(line, "key:          "); found {
+					shown, ok = v, true
+				}
+			}
+			if code != cli.ExitOK || !ok || shown == key {
+				t.Fatalf("show: exit %d, key line %q (%v): %s; want the key, escaped", code, shown, ok, errOut)
+			}
+			for _, named := range []struct{ how, value string }{{"as show prints it", shown}, {"raw, as -o json holds it", key}} {
+				code, out, errOut := run(t, "", append([]string{"show", "--stored-key", named.value}, b.flags...)...)
+				if code != cli.ExitOK || !strings.Contains(out, "key:          "+shown+"\n") {
+					t.Errorf("show --stored-key %s: exit %d, %q %q; want the record", named.how, code, out, errOut)
+				}
+			}
+			if code, out, errOut := run(t, "", append([]string{"release", "--stored-key", shown, "--token", "tok-hostile"}, b.flags...)...); code != cli.ExitOK {
+				t.Errorf("release --stored-key as shown: exit %d, %q %q; want released", code, out, errOut)
+			}
+
+			// Two records: one whose key holds the text \x1b, one whose key
+			// holds the escape character show prints as \x1b. (The text
+			// \x41 would name one record: show never writes an A so.)
+			literal, meant := dedupe.StoreKey(prefix, `lit/\x1b/`+id), dedupe.StoreKey(prefix, "lit/\x1b/"+id)
+			claim(literal, "tok-literal")
+			claim(meant, "tok-meant")
+			code, _, errOut = run(t, "", append([]string{"release", "--stored-key", literal, "--token", "tok-literal"}, b.flags...)...)
+			if code != cli.ExitUsage || !strings.Contains(errOut, dedupe.KeyRef(literal)) || !strings.Contains(errOut, dedupe.KeyRef(meant)) {
+				t.Errorf("release --stored-key naming two records: exit %d, %q; want %d naming both", code, errOut, cli.ExitUsage)
+			}
+			if rec, err := b.store.Get(ctx, literal, now); err != nil || rec.LeaseExpiresAt.UnixMilli() == 0 {
+				t.Errorf("after the refusal = %+v, %v; want it untouched", rec, err)
+			}
+			// As show prints it, the literal one is named alone.
+			if code, _, errOut := run(t, "", append([]string{"release", "--stored-key", cli.Escape(literal), "--token", "tok-literal"}, b.flags...)...); code != cli.ExitOK {
+				t.Errorf("release --stored-key %q: exit %d, %q; want released", cli.Escape(literal), code, errOut)
 			}
 		})
 	}
