@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -184,7 +185,11 @@ type scanner interface {
 // walks the store's prefix with SCAN (cursor-based, COUNT 1000: it never
 // blocks the server, but it reads every key under the prefix, on every
 // master of a cluster) and reads each record with HGETALL. Use it on a
-// prefix of its own, not on a shared instance's whole keyspace.
+// prefix of its own, not on a shared instance's whole keyspace. On a
+// Cluster, give the store a *redis.ClusterClient: through a client of
+// one node (whose INFO says cluster_enabled:1), InFlight returns an
+// error wrapping ErrInvalidOptions, since it would see that node's
+// records only.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
 	var out []dedupe.Record
 	truncated := false
@@ -221,9 +226,13 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 	var err error
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		// ForEachMaster runs concurrently: walk the masters one by one.
+		// ForEachMaster calls fn concurrently: collect the masters under
+		// a lock, then walk them one by one.
+		var mu sync.Mutex
 		var masters []*redis.Client
 		if err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
 			masters = append(masters, m)
 			return nil
 		}); err == nil {
@@ -234,6 +243,9 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 			}
 		}
 	case scanner:
+		if err := refuseClusterNode(ctx, c); err != nil {
+			return nil, false, err
+		}
 		err = walk(ctx, c)
 	default:
 		return nil, false, fmt.Errorf("redisstore: in flight: client %T has no SCAN", s.c)
@@ -242,6 +254,31 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 		return nil, false, wrap("redisstore: in flight", err)
 	}
 	return out, truncated, nil
+}
+
+// refuseClusterNode returns an error wrapping ErrInvalidOptions when c,
+// a client InFlight would SCAN directly, is in front of one node of a
+// Redis Cluster, as its INFO cluster tells (cluster_enabled:1): SCAN
+// would list that node's records only, and say nothing of the others.
+// A client that cannot ask (no INFO, or INFO refused) is not refused.
+func refuseClusterNode(ctx context.Context, c scanner) error {
+	in, ok := c.(Inspector)
+	if !ok {
+		return nil
+	}
+	info, err := in.Info(ctx, "cluster").Result()
+	if err != nil && transient(err) {
+		return wrap("redisstore: in flight: INFO cluster", err)
+	}
+	if err == nil && infoField(info, "cluster_enabled") == "1" {
+		addr := "the server"
+		if rc, ok := c.(*redis.Client); ok {
+			addr = rc.Options().Addr
+		}
+		return fmt.Errorf("%w: in flight: %s is a Redis Cluster node, and a single-node client (%T) scans that node only, missing the records of the others: "+
+			"pass a *redis.ClusterClient (redis.NewClusterClient)", ErrInvalidOptions, addr, c)
+	}
+	return nil
 }
 
 // globEscape escapes the glob characters of a MATCH pattern.
