@@ -17,10 +17,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lambda-dedupe/dedupe/cmd/dedupe/internal/cli"
+	"github.com/lambda-dedupe/dedupe/localtest/redistest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
+	"github.com/lambda-dedupe/dedupe/pkg/redisstore"
 )
 
 // hostile are client-controlled strings as they reach a record: a request
@@ -690,4 +694,46 @@ func dynamoStore(t *testing.T, b backend, shards int) *dynamostore.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestRedisClusterFromOneNode: an operator gives the URL of one node of a
+// Redis Cluster, as a console shows it. The command reads the whole
+// cluster: stranded lists the records of every master, and show finds a
+// record by ref whatever slot its pointer is in. Through a client of
+// that one node, stranded listed a third of them and exited 0.
+func TestRedisClusterFromOneNode(t *testing.T) {
+	curl := redistest.ClusterURL(t)
+	copts, err := redis.ParseClusterURL(curl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(copts)
+	t.Cleanup(func() { cc.Close() })
+	rp := "clitest:" + rand.Text()[:8] + ":"
+	s, err := redisstore.New(cc, redisstore.Options{Prefix: rp, RefIndex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	const n = 30
+	var keys []string
+	for i := range n {
+		key := dedupe.StoreKey(prefix, fmt.Sprintf("node/%d", i))
+		keys = append(keys, key)
+		if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "tok", Now: now.Add(-time.Minute),
+			LeaseUntil: now.Add(-30 * time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := "redis://" + copts.Addrs[0]
+	code, out, errOut := run(t, "", "stranded", "--redis", node, "--redis-prefix", rp)
+	if got := strings.Count(out, "\n"); code != cli.ExitOK || got != n {
+		t.Errorf("stranded through %s: exit %d, %d of %d records: %s", node, code, got, n, errOut)
+	}
+	for _, key := range keys {
+		if code, _, errOut := run(t, "", "show", dedupe.KeyRef(key), "--redis", node, "--redis-prefix", rp); code != cli.ExitOK {
+			t.Errorf("show %s through %s: exit %d: %s", dedupe.KeyRef(key), node, code, errOut)
+		}
+	}
 }
