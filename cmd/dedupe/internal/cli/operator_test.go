@@ -574,6 +574,9 @@ func TestGlobalFlags(t *testing.T) {
 		append([]string{"-o", "json", "show", ref}, b.flags...),
 		append(append([]string{"-o=json"}, b.flags...), "show", ref),
 		append(append([]string{"--o", "json"}, b.flags...), "show", "--stored-key", key),
+		// Every store flag usage lists, the S3 endpoint of show --body
+		// included.
+		append(append([]string{"--s3-endpoint", "http://127.0.0.1:1", "-o", "json"}, b.flags...), "show", ref),
 	} {
 		code, out, errOut := run(t, "", args...)
 		var v struct{ Ref string }
