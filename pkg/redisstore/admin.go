@@ -184,7 +184,9 @@ type scanner interface {
 // InFlight implements dedupe.Admin. Redis keeps no in-flight index, so it
 // walks the store's prefix with SCAN (cursor-based, COUNT 1000: it never
 // blocks the server, but it reads every key under the prefix, on every
-// master of a cluster) and reads each record with HGETALL. Use it on a
+// master of a cluster, every shard of a Ring or of a Client that
+// implements ForEachShard) and reads each record with HGETALL, listing
+// each once. Use it on a
 // prefix of its own, not on a shared instance's whole keyspace. On a
 // Cluster, give the store a *redis.ClusterClient: through a client of
 // one node (whose INFO says cluster_enabled:1), InFlight returns an
@@ -193,6 +195,10 @@ type scanner interface {
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
 	var out []dedupe.Record
 	truncated := false
+	// SCAN may return a key more than once (while the server rehashes),
+	// and the nodes of a wrapper's ForEachShard may hold the same keys
+	// (replicas): each record is listed once.
+	seen := map[string]bool{}
 	walk := func(ctx context.Context, c scanner) error {
 		var cursor uint64
 		for {
@@ -201,9 +207,10 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 				return err
 			}
 			for _, k := range keys {
-				if strings.HasPrefix(k, s.prefix+"\xff") || truncated {
+				if strings.HasPrefix(k, s.prefix+"\xff") || truncated || seen[k] {
 					continue // a pointer (refsMark, refMark), never a record
 				}
+				seen[k] = true
 				rec, err := s.Get(ctx, strings.TrimPrefix(k, s.prefix), now)
 				switch {
 				case errors.Is(err, dedupe.ErrNotFound), errors.Is(err, dedupe.ErrKeyRejected):
@@ -223,25 +230,34 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 			}
 		}
 	}
+	// each walks the nodes forEach calls back with (concurrently, as
+	// go-redis does) one by one, after collecting them under a lock.
+	each := func(forEach func(context.Context, func(context.Context, *redis.Client) error) error) error {
+		var mu sync.Mutex
+		var nodes []*redis.Client
+		if err := forEach(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if err := walk(ctx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var err error
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		// ForEachMaster calls fn concurrently: collect the masters under
-		// a lock, then walk them one by one.
-		var mu sync.Mutex
-		var masters []*redis.Client
-		if err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
-			mu.Lock()
-			defer mu.Unlock()
-			masters = append(masters, m)
-			return nil
-		}); err == nil {
-			for _, m := range masters {
-				if err = walk(ctx, m); err != nil {
-					break
-				}
-			}
-		}
+		err = each(c.ForEachMaster)
+	case shards:
+		// A Ring (or a wrapper that names its nodes): its SCAN goes to a
+		// random shard, page by page, so each shard is walked on its own.
+		err = each(c.ForEachShard)
 	case scanner:
 		if err := refuseClusterNode(ctx, c); err != nil {
 			return nil, false, err

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -67,5 +68,82 @@ func TestInFlightCluster(t *testing.T) {
 	recs, _, err := plain.InFlight(ctx, now, 100)
 	if !errors.Is(err, redisstore.ErrInvalidOptions) {
 		t.Errorf("InFlight through one node of a cluster = %d of %d records, %v; want an error wrapping ErrInvalidOptions", len(recs), n, err)
+	}
+}
+
+// TestAdminRing runs the Admin contract on a *redis.Ring of two servers
+// (the test server and one started for it), and checks that InFlight
+// lists the records of both shards, each once. A Ring sends SCAN to a
+// random shard, so walking it as one server read each page of a cursor
+// from any shard: some records listed twice, others never.
+func TestAdminRing(t *testing.T) {
+	second, err := redistest.Start(context.Background(), redistest.Options{})
+	if errors.Is(err, redistest.ErrNotInstalled) && os.Getenv(redistest.EnvCI) == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { second.Stop() })
+	opts, err := redis.ParseURL(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": opts.Addr, "b": second.Addr()}})
+	t.Cleanup(func() { ring.Close() })
+	dedupetest.RunAdmin(t, func(t *testing.T) dedupe.Store {
+		return newStore(t, ring, redisstore.Options{Prefix: "admintest:" + t.Name() + ":" + rand.Text() + ":", RefIndex: true})
+	})
+
+	ctx := context.Background()
+	s := newStore(t, ring, redisstore.Options{Prefix: "inflightring:" + rand.Text() + ":"})
+	now := time.Now()
+	const n = 60
+	for i := range n {
+		if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: fmt.Sprintf("k%d", i), Fingerprint: "fp", Token: "tok",
+			Now: now.Add(-time.Minute), LeaseUntil: now.Add(-30 * time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		recs, truncated, err := s.InFlight(ctx, now, 1000)
+		seen := map[string]int{}
+		for _, r := range recs {
+			seen[r.Key]++
+		}
+		if err != nil || truncated || len(recs) != n || len(seen) != n {
+			t.Fatalf("InFlight = %d records (%d distinct), truncated %v, %v; want %d, each once", len(recs), len(seen), truncated, err, n)
+		}
+	}
+}
+
+// twiceShards is a client whose ForEachShard names its one server twice,
+// as a wrapper that names a master and its replica does: the same keys
+// on two nodes.
+type twiceShards struct{ *redis.Client }
+
+func (c twiceShards) ForEachShard(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	for range 2 {
+		if err := fn(ctx, c.Client); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestInFlightListsEachOnce: nodes that hold the same keys (a replica
+// beside its master) list each record once.
+func TestInFlightListsEachOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, twiceShards{newClient(t)}, redisstore.Options{Prefix: "inflightonce:" + rand.Text() + ":"})
+	now := time.Now()
+	for i := range 5 {
+		if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: fmt.Sprintf("k%d", i), Fingerprint: "fp", Token: "tok",
+			Now: now, LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if recs, _, err := s.InFlight(ctx, now, 100); err != nil || len(recs) != 5 {
+		t.Errorf("InFlight = %d records, %v; want 5, each once", len(recs), err)
 	}
 }
