@@ -122,18 +122,23 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 // in-flight index (Options.Index) that this store's records are filed
 // under, each shard and its retired partition (the stranded records Reap
 // retired and counted, see Reap), then one strongly consistent GetItem
-// per record listed, up to limit. Completed and released records have
-// left the index and are not listed.
+// per item listed (Inspect's, which never reads S3), up to limit live
+// records. Completed and released records have left the index and are
+// not listed; expired ones, which it holds until TTL deletes them, are
+// skipped.
 //
 // It refuses, with an error wrapping ErrShardMismatch, to list records
 // of writers that use another shard count (Options.Shards) than this
-// store, whose records it would partly miss: a record filed under a
-// shard its key does not have with this store's count, or any record in
-// the shards from Shards to 2*Shards-1 (one Query each, and one per
-// retired partition, before it lists), where only writers with more
-// shards file records. A writers' count up to twice this store's is
-// always detected; a larger one is, unless none of its in-flight records
-// lies in the shards probed or below.
+// store, whose records it would partly miss: a live record filed under a
+// shard its key does not have with this store's count, or any live
+// record in the shards from Shards to 2*Shards-1 (one Query each, and one
+// per retired partition, before it lists, and one GetItem per item they
+// hold), where only writers with more shards file records. A writers'
+// count up to twice this store's is always detected; a larger one is,
+// unless none of its in-flight records lies in the shards probed or
+// below. The expired items of an earlier shard count are no sign of one:
+// after a change of Options.Shards, InFlight lists again once the
+// records filed under the old count have expired.
 //
 // A Lean store refuses it with an error wrapping errors.ErrUnsupported:
 // Lean writers leave no index entries, so an empty answer would hide
@@ -149,13 +154,26 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 	}
 	for shard := s.shards; shard < 2*s.shards; shard++ {
 		for _, p := range []int{shard, retiredShard(shard)} {
-			q, err := s.queryPartition(ctx, p, nil, 1)
-			if err != nil {
-				return nil, false, err
-			}
-			if len(q.Items) > 0 {
-				return nil, false, fmt.Errorf("dynamostore: in flight: a record is filed under shard %d, beyond this store's %d shards: the writers use more shards (Options.Shards) than this store: %w",
-					shard, s.shards, ErrShardMismatch)
+			var start map[string]types.AttributeValue
+			for {
+				q, err := s.queryPartition(ctx, p, start, probePage)
+				if err != nil {
+					return nil, false, err
+				}
+				for _, item := range q.Items {
+					_, ok, err := s.liveInFlight(ctx, item, now)
+					if err != nil {
+						return nil, false, err
+					}
+					if ok {
+						return nil, false, fmt.Errorf("dynamostore: in flight: a record is filed under shard %d, beyond this store's %d shards: the writers use more shards (Options.Shards) than this store: %w",
+							shard, s.shards, ErrShardMismatch)
+					}
+				}
+				if len(q.LastEvaluatedKey) == 0 {
+					break
+				}
+				start = q.LastEvaluatedKey
 			}
 		}
 	}
@@ -169,23 +187,15 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 					return nil, false, err
 				}
 				for _, item := range q.Items {
-					d := decoder{item: item}
-					key := d.str(s.attr.PartitionKey, true)
-					if d.err != nil {
-						return nil, false, fmt.Errorf("dynamostore: in flight: shard %d: %w", shard, d.err)
-					}
-					if err := s.checkShard(key, p); err != nil {
-						return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
-					}
-					rec, found, err := s.read(ctx, "in flight", key)
-					if err != nil && rec.Key == "" {
+					rec, ok, err := s.liveInFlight(ctx, item, now)
+					if err != nil {
 						return nil, false, err
 					}
-					// (A record read with an error but a Key was completed
-					// meanwhile and its body in S3 is unreadable: skipped
-					// below, as every completed record is.)
-					if !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
+					if !ok {
 						continue
+					}
+					if err := s.checkShard(rec.Key, p); err != nil {
+						return nil, false, fmt.Errorf("dynamostore: in flight: %w", err)
 					}
 					if len(out) == limit {
 						return out, true, nil
@@ -200,6 +210,30 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 		}
 	}
 	return out, false, nil
+}
+
+// probePage bounds the items of each Query with which InFlight probes the
+// partitions beyond its shards: usually none, or the expired leftovers of
+// another shard count, which TTL deletes days late.
+const probePage = 100
+
+// liveInFlight reads the record of an item of the in-flight index, with a
+// strongly consistent GetItem that never reads S3 (Inspect's: a record
+// completed since the index listed it may keep its body there), and
+// reports whether it is live at now and IN_PROGRESS. The index holds
+// expired items until TTL deletes them, days late: those are absent, as
+// everywhere, and never a sign of another shard count.
+func (s *Store) liveInFlight(ctx context.Context, item map[string]types.AttributeValue, now time.Time) (dedupe.Record, bool, error) {
+	d := decoder{item: item}
+	key := d.str(s.attr.PartitionKey, true)
+	if d.err != nil {
+		return dedupe.Record{}, false, fmt.Errorf("dynamostore: in flight: %w", d.err)
+	}
+	rec, found, err := s.inspect(ctx, key)
+	if err != nil || !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
+		return dedupe.Record{}, false, err
+	}
+	return rec.Record, true, nil
 }
 
 // queryPartition reads one page of partition p of the in-flight index,

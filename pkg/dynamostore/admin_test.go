@@ -136,3 +136,42 @@ func TestInFlightRefusesShardMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestInFlightIgnoresExpiredLeftovers: after the writers' shard count
+// changed, the index still holds the in-flight items of the old count
+// until TTL deletes them, days after they expired (DynamoDB), or never
+// (dynalite). Expired, they are absent, and are no sign that a writer
+// still uses another count: InFlight lists the live records, where it
+// refused until the last leftover was deleted, whatever --shards said.
+func TestInFlightIgnoresExpiredLeftovers(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		old, reader int
+	}{
+		{"from 16 shards to 8", 16, 8},
+		{"from 4 shards to 8", 4, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			old := r.store(t, dynamostore.Options{Shards: tt.old})
+			// Claimed two hours ago, expired an hour ago: running or
+			// stranded ones, and stranded ones the old reaper retired.
+			seedInFlight(t, old, stranded{prefix: "leftover", n: 24, claimed: 2 * time.Hour, lease: 10 * time.Minute, expires: time.Hour})
+			retired, _ := seedInFlight(t, old, stranded{prefix: "leftover-retired", n: 24, claimed: 2 * time.Hour, lease: 10 * time.Minute, expires: time.Hour})
+			if _, err := old.Reap(context.Background(), dynamostore.ReapOptions{Now: func() time.Time { return base.Add(-90 * time.Minute) }}); err != nil {
+				t.Fatalf("the old reaper: %v", err)
+			}
+			for _, k := range retired {
+				if !r.retired(t, k) {
+					t.Fatalf("%s not retired by the old reaper", k)
+				}
+			}
+			reader := r.store(t, dynamostore.Options{Shards: tt.reader})
+			live, _ := seedInFlight(t, reader, stranded{prefix: "live", n: 6, claimed: 10 * time.Minute, lease: time.Minute})
+			recs, truncated, err := reader.InFlight(context.Background(), base, 100)
+			if err != nil || truncated || len(recs) != len(live) {
+				t.Errorf("InFlight with %d shards = %d records, truncated %v, %v; want the %d live ones", tt.reader, len(recs), truncated, err, len(live))
+			}
+		})
+	}
+}

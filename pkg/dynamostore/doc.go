@@ -36,13 +36,15 @@
 //	res_object        M     instead of res_body, where a body too large for
 //	                        the item is stored in S3 (LargeResults): bucket,
 //	                        key, size, sha256
-//	inflight_shard    N     fnv32a(key) mod Shards, only while IN_PROGRESS
-//	                        and not yet retired by Reap
+//	inflight_shard    N     fnv32a(key) mod Shards while IN_PROGRESS;
+//	                        -1 - that once Reap retired the record
+//	                        (stranded); absent once completed or released
 //
 // The global secondary index inflight (partition key inflight_shard, sort
 // key lease_expires_at, projecting owner, status and created_at) is
-// sparse: Complete removes inflight_shard, so the index holds in-flight
-// records only and Reap's cost grows with what is in flight, not with the
+// sparse: Complete and Release remove inflight_shard, so the index holds
+// in-flight records only (and the stranded ones Reap retired, until they
+// expire) and Reap's cost grows with what is in flight, not with the
 // table.
 //
 // # Calls per request

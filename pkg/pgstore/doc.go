@@ -30,7 +30,8 @@
 //	res_headers       bytea    result headers, length-prefixed, byte-exact
 //	res_body          bytea    result body
 //	res_omitted       boolean  COMPLETED without its result
-//	inflight          boolean  true while in flight, else NULL (partial index)
+//	inflight          boolean  true while in flight, false once Reap retired
+//	                           the row (stranded), else NULL (partial indexes)
 //	first_token       text     token of the claim that started the life (002)
 //	first_token_owner text     owner when first_token was written (002)
 //

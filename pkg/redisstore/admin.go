@@ -184,11 +184,21 @@ type scanner interface {
 // InFlight implements dedupe.Admin. Redis keeps no in-flight index, so it
 // walks the store's prefix with SCAN (cursor-based, COUNT 1000: it never
 // blocks the server, but it reads every key under the prefix, on every
-// master of a cluster) and reads each record with HGETALL. Use it on a
-// prefix of its own, not on a shared instance's whole keyspace.
+// master of a cluster, every shard of a Ring or of a Client that
+// implements ForEachShard) and reads each record with HGETALL, listing
+// each once. Use it on a
+// prefix of its own, not on a shared instance's whole keyspace. On a
+// Cluster, give the store a *redis.ClusterClient: through a client of
+// one node (whose INFO says cluster_enabled:1), InFlight returns an
+// error wrapping ErrInvalidOptions, since it would see that node's
+// records only.
 func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedupe.Record, bool, error) {
 	var out []dedupe.Record
 	truncated := false
+	// SCAN may return a key more than once (while the server rehashes),
+	// and the nodes of a wrapper's ForEachShard may hold the same keys
+	// (replicas): each record is listed once.
+	seen := map[string]bool{}
 	walk := func(ctx context.Context, c scanner) error {
 		var cursor uint64
 		for {
@@ -197,9 +207,10 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 				return err
 			}
 			for _, k := range keys {
-				if strings.HasPrefix(k, s.prefix+"\xff") || truncated {
+				if strings.HasPrefix(k, s.prefix+"\xff") || truncated || seen[k] {
 					continue // a pointer (refsMark, refMark), never a record
 				}
+				seen[k] = true
 				rec, err := s.Get(ctx, strings.TrimPrefix(k, s.prefix), now)
 				switch {
 				case errors.Is(err, dedupe.ErrNotFound), errors.Is(err, dedupe.ErrKeyRejected):
@@ -219,26 +230,38 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 			}
 		}
 	}
+	// each walks the nodes forEach calls back with (concurrently, as
+	// go-redis does) one by one, after collecting them under a lock.
+	each := func(forEach func(context.Context, func(context.Context, *redis.Client) error) error) error {
+		var mu sync.Mutex
+		var nodes []*redis.Client
+		if err := forEach(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if err := walk(ctx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var err error
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		// ForEachMaster runs concurrently: collect the masters under a
-		// lock, then walk them one by one.
-		var masters []*redis.Client
-		var mu sync.Mutex
-		if err = c.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
-			mu.Lock()
-			defer mu.Unlock()
-			masters = append(masters, m)
-			return nil
-		}); err == nil {
-			for _, m := range masters {
-				if err = walk(ctx, m); err != nil {
-					break
-				}
-			}
-		}
+		err = each(c.ForEachMaster)
+	case shards:
+		// A Ring (or a wrapper that names its nodes): its SCAN goes to a
+		// random shard, page by page, so each shard is walked on its own.
+		err = each(c.ForEachShard)
 	case scanner:
+		if err := refuseClusterNode(ctx, c); err != nil {
+			return nil, false, err
+		}
 		err = walk(ctx, c)
 	default:
 		return nil, false, fmt.Errorf("redisstore: in flight: client %T has no SCAN", s.c)
@@ -247,6 +270,31 @@ func (s *Store) InFlight(ctx context.Context, now time.Time, limit int) ([]dedup
 		return nil, false, wrap("redisstore: in flight", err)
 	}
 	return out, truncated, nil
+}
+
+// refuseClusterNode returns an error wrapping ErrInvalidOptions when c,
+// a client InFlight would SCAN directly, is in front of one node of a
+// Redis Cluster, as its INFO cluster tells (cluster_enabled:1): SCAN
+// would list that node's records only, and say nothing of the others.
+// A client that cannot ask (no INFO, or INFO refused) is not refused.
+func refuseClusterNode(ctx context.Context, c scanner) error {
+	in, ok := c.(Inspector)
+	if !ok {
+		return nil
+	}
+	info, err := in.Info(ctx, "cluster").Result()
+	if err != nil && transient(err) {
+		return wrap("redisstore: in flight: INFO cluster", err)
+	}
+	if err == nil && infoField(info, "cluster_enabled") == "1" {
+		addr := "the server"
+		if rc, ok := c.(*redis.Client); ok {
+			addr = rc.Options().Addr
+		}
+		return fmt.Errorf("%w: in flight: %s is a Redis Cluster node, and a single-node client (%T) scans that node only, missing the records of the others: "+
+			"pass a *redis.ClusterClient (redis.NewClusterClient)", ErrInvalidOptions, addr, c)
+	}
+	return nil
 }
 
 // globEscape escapes the glob characters of a MATCH pattern.

@@ -19,7 +19,8 @@ import (
 // dedupe.ErrKeyRejected).
 var (
 	// ErrInvalidOptions reports a nil client or Options that New cannot
-	// use.
+	// use, and from InFlight a single-node client in front of a Cluster
+	// node, which would scan that node only.
 	ErrInvalidOptions = errors.New("redisstore: invalid options")
 
 	// ErrEvictionPolicy reports, from New, a server that may evict live

@@ -149,12 +149,22 @@ func Run(ctx context.Context, env Env) int {
 }
 
 // globalFlags are the flags that may come before the command: -o and the
-// store flags, each with a value. The command then parses them as its
-// own, so one it does not take (the store flags of key) is refused there.
-var globalFlags = map[string]bool{
-	"o": true, "table": true, "endpoint": true, "region": true, "shards": true,
-	"redis": true, "redis-prefix": true, "postgres": true, "pg-table": true,
-}
+// store flags (every flag storeFlags.register adds), each with a value.
+// The command then parses them as its own, so one it does not take (the
+// store flags of key) is refused there.
+var globalFlags = func() map[string]bool {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	var sf storeFlags
+	sf.register(fs)
+	m := map[string]bool{"o": true}
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			panic("cli: store flag --" + f.Name + " takes no value: splitCommand cannot skip it")
+		}
+		m[f.Name] = true
+	})
+	return m
+}()
 
 // splitCommand returns the command args name and its arguments: the
 // global flags before the command (with their values), then everything
@@ -226,11 +236,14 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// writeJSON writes v as indented JSON.
+// writeJSON writes v as indented JSON, escaped for a terminal (escJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(escJSON(append(b, '\n')))
+	return err
 }
 
 // recordView is a record as the command prints it.

@@ -79,6 +79,23 @@ func backends(t *testing.T) []backend {
 	}
 	out = append(out, backend{name: "redis", store: rs, flags: []string{"--redis", redistest.URL(t), "--redis-prefix", rp}})
 
+	// Redis Cluster, when the environment has one (withservers starts
+	// it; CI requires it): the command reads a cluster URL.
+	if os.Getenv(redistest.EnvClusterURL) != "" || os.Getenv(redistest.EnvCI) != "" {
+		curl := redistest.ClusterURL(t)
+		copts, err := redis.ParseClusterURL(curl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := redis.NewClusterClient(copts)
+		t.Cleanup(func() { cc.Close() })
+		cs, err := redisstore.New(cc, redisstore.Options{Prefix: rp, RefIndex: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, backend{name: "redis cluster", store: cs, flags: []string{"--redis", curl, "--redis-prefix", rp}})
+	}
+
 	// PostgreSQL, in a table of its own.
 	pool, err := pgxpool.New(ctx, pgtest.URL(t))
 	if err != nil {

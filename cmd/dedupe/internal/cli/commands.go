@@ -30,7 +30,7 @@ type keyFlags struct {
 }
 
 func (k *keyFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.storedKey, "stored-key", "", "the stored key itself, as show prints it")
+	fs.StringVar(&k.storedKey, "stored-key", "", "the stored key itself, as show prints it (escaped), or raw (as -o json holds it)")
 	fs.StringVar(&k.prefix, "prefix", "", "the guard's prefix: the Lambda function's name (Config.Prefix; default $AWS_LAMBDA_FUNCTION_NAME)")
 	fs.BoolVar(&k.noPrefix, "no-prefix", false, "the guard has no prefix")
 	fs.StringVar(&k.api, "api", "", `deployment scope: "http:<api id>/<stage>", "rest:<api id>/<stage>" or "url:<domain>"`)
@@ -219,6 +219,10 @@ func orDash(s string) string {
 type target struct {
 	ref string
 	key string
+	// alt is the key that --stored-key names as show prints keys
+	// (unesc), when that differs from the value as typed (key): find
+	// looks both up.
+	alt string
 }
 
 // resolveTarget reads the record's name from a positional ref or the
@@ -242,7 +246,13 @@ func resolveTarget(env *Env, fs *flag.FlagSet, k *keyFlags, pos []string) (targe
 	if err != nil {
 		return target{}, err
 	}
-	return target{ref: info.Ref, key: info.StoredKey}, nil
+	t := target{ref: info.Ref, key: info.StoredKey}
+	if k.storedKey != "" {
+		if u, ok := unesc(k.storedKey); ok && u != k.storedKey {
+			t.alt = u
+		}
+	}
+	return t, nil
 }
 
 // found is a record as the command found it: on DynamoDB read with
@@ -254,8 +264,33 @@ type found struct {
 }
 
 // find returns every live record t names: by key with one read, by ref
-// through the store's ref index.
-func find(ctx context.Context, st *opened, t target, now time.Time) ([]found, error) {
+// through the store's ref index. A --stored-key that show's escaping
+// reads as another key (t.alt) is looked up both ways: t then names the
+// one found, and a value that names two records is refused.
+func find(ctx context.Context, st *opened, t *target, now time.Time) ([]found, error) {
+	if t.alt == "" {
+		return findKey(ctx, st, *t, now)
+	}
+	typed, err := findKey(ctx, st, *t, now)
+	if err != nil {
+		return nil, err
+	}
+	escaped, err := findKey(ctx, st, target{ref: dedupe.KeyRef(t.alt), key: t.alt}, now)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(typed) > 0 && len(escaped) > 0:
+		return nil, fail(ExitUsage, "--stored-key names two records: %s as typed, and %s as show prints keys (escaped); name one as show prints it: --stored-key %s (%s), or --stored-key %s (%s)",
+			t.ref, dedupe.KeyRef(t.alt), t.key, t.ref, t.alt, dedupe.KeyRef(t.alt))
+	case len(escaped) > 0:
+		t.key, t.ref = t.alt, dedupe.KeyRef(t.alt)
+		return escaped, nil
+	}
+	return typed, nil
+}
+
+// findKey is find for one key or ref.
+func findKey(ctx context.Context, st *opened, t target, now time.Time) ([]found, error) {
 	if in, ok := st.store.(inspector); ok {
 		var recs []dynamostore.Inspected
 		if t.key != "" {
@@ -318,7 +353,7 @@ func ambiguous(ref string, recs []found, now time.Time) error {
 
 // findOne is find for commands that act on one record: it refuses a ref
 // that names none or more than one.
-func findOne(ctx context.Context, st *opened, t target, now time.Time) (found, error) {
+func findOne(ctx context.Context, st *opened, t *target, now time.Time) (found, error) {
 	recs, err := find(ctx, st, t, now)
 	switch {
 	case err != nil:
@@ -377,7 +412,7 @@ func cmdShow(ctx context.Context, env *Env, args []string) error {
 	}
 	defer st.close()
 	now := env.Now()
-	recs, err := find(ctx, st, t, now)
+	recs, err := find(ctx, st, &t, now)
 	if err != nil {
 		return err
 	}
@@ -525,7 +560,7 @@ func cmdRelease(ctx context.Context, env *Env, args []string) error {
 	}
 	defer st.close()
 	now := env.Now()
-	rec, err := findOne(ctx, st, t, now)
+	rec, err := findOne(ctx, st, &t, now)
 	if err != nil {
 		return err
 	}
@@ -602,7 +637,7 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 	}
 	defer st.close()
 	now := env.Now()
-	rec, err := findOne(ctx, st, t, now)
+	rec, err := findOne(ctx, st, &t, now)
 	if err != nil {
 		return err
 	}
@@ -621,7 +656,7 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 			return fail(ExitRefused, "not confirmed; nothing deleted")
 		}
 	}
-	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	log := slog.New(slog.NewJSONHandler(jsonWriter{env.Stderr}, nil))
 	if err := st.Forget(ctx, rec.Key, *token); err != nil {
 		if errors.Is(err, dedupe.ErrLeaseLost) {
 			return fail(ExitRefused, "refused: %s no longer carries token %s (rewritten since); run show again", t.ref, *token)

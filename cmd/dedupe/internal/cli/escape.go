@@ -2,8 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -17,8 +20,10 @@ import (
 // operator's cursor, set the terminal's title, write its clipboard (OSC
 // 52), clear the screen, fake a line such as "owner: …", or rewrite the
 // question the operator answers (a carriage return and an erase-line).
-// JSON output needs none of this: encoding/json escapes every control
-// character, and invalid UTF-8 becomes U+FFFD.
+// JSON output (-o json, and forget's log line) goes through escJSON:
+// encoding/json and slog escape the C0 controls and replace invalid UTF-8,
+// but write DEL, the C1 controls (U+009B is CSI, U+009D is OSC), bidi
+// overrides and zero-width characters raw.
 
 // esc returns s as one line of printable text: a printable rune
 // (unicode.IsPrint: letters, marks, numbers, punctuation, symbols, the
@@ -79,4 +84,119 @@ func escape(s string, keepLines bool) string {
 		i += n
 	}
 	return b.String()
+}
+
+// unesc inverts esc: it returns the string s is the escaped form of, and
+// false when s is not one (a backslash that starts no escape esc writes,
+// or an escape that decodes to a rune esc would have printed as it is).
+// --stored-key reads a key through it, since show prints keys escaped.
+func unesc(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		width := 0
+		switch s[i+1] {
+		case '\\':
+			b.WriteByte('\\')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'x':
+			width = 2
+		case 'u':
+			width = 4
+		case 'U':
+			width = 8
+		default:
+			return "", false
+		}
+		if width == 0 {
+			i += 2
+			continue
+		}
+		if i+2+width > len(s) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(s[i+2:i+2+width], 16, 32)
+		if err != nil {
+			return "", false
+		}
+		switch {
+		case width == 2 && (v < 0x80 && unicode.IsPrint(rune(v)) || v == '\\'):
+			return "", false // esc writes it as it is
+		case width == 2:
+			b.WriteByte(byte(v)) // a control, or a byte of invalid UTF-8
+		case !utf8.ValidRune(rune(v)) || v < 0x80 || unicode.IsPrint(rune(v)) && rune(v) != utf8.RuneError:
+			return "", false
+		default:
+			b.WriteRune(rune(v))
+		}
+		i += 2 + width
+	}
+	return b.String(), true
+}
+
+// escJSON returns the JSON text b with every rune that esc would escape
+// and that encoding/json writes raw (DEL, and the non-ASCII runes that
+// are not printable or are U+FFFD) written as a \uNNNN escape, a UTF-16
+// surrogate pair above U+FFFF. Such runes only ever occur inside JSON
+// strings, so the result is the same JSON value, and every decoder reads
+// back the same strings; a terminal sees only printable text.
+func escJSON(b []byte) []byte {
+	clean := true
+	for _, r := range string(b) {
+		if jsonRaw(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for _, r := range string(b) {
+		switch {
+		case !jsonRaw(r):
+			out = utf8.AppendRune(out, r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
+}
+
+// jsonRaw reports whether r, as encoding/json or slog writes it raw,
+// must be escaped for a terminal: DEL, and any non-ASCII rune that is not
+// printable, or is U+FFFD (which stands for invalid bytes).
+func jsonRaw(r rune) bool {
+	return r == 0x7f || r >= utf8.RuneSelf && (r == utf8.RuneError || !unicode.IsPrint(r))
+}
+
+// jsonWriter is a writer of complete JSON texts, one per Write (as
+// writeJSON and slog's JSON handler write them), that escapes them with
+// escJSON.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(escJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

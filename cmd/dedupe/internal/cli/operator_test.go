@@ -17,10 +17,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lambda-dedupe/dedupe/cmd/dedupe/internal/cli"
+	"github.com/lambda-dedupe/dedupe/localtest/redistest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 	"github.com/lambda-dedupe/dedupe/pkg/pgstore"
+	"github.com/lambda-dedupe/dedupe/pkg/redisstore"
 )
 
 // hostile are client-controlled strings as they reach a record: a request
@@ -102,6 +106,9 @@ func TestEscape(t *testing.T) {
 			if prev, ok := seen[got]; ok {
 				t.Errorf("Escape(%q) = Escape(%q) = %q", h.value, prev, got)
 			}
+			if back, ok := cli.Unescape(got); !ok || back != h.value {
+				t.Errorf("Unescape(%q) = %q, %v; want %q", got, back, ok, h.value)
+			}
 			seen[got] = h.value
 		})
 	}
@@ -122,6 +129,42 @@ func TestEscape(t *testing.T) {
 		if got := cli.Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
+		if back, ok := cli.Unescape(want); !ok || back != in {
+			t.Errorf("Unescape(%q) = %q, %v; want %q", want, back, ok, in)
+		}
+	}
+	// What Escape never writes is no escaped form: such a value names a
+	// key as typed.
+	for _, s := range []string{`a\b`, `\x41`, `\x5c`, `\u00e9`, `\u0041`, `\ud800`, `\x1`, `tail\`, `\q`} {
+		if got, ok := cli.Unescape(s); ok {
+			t.Errorf("Unescape(%q) = %q, true; want false", s, got)
+		}
+	}
+}
+
+// TestEscapeJSON checks what JSON output does to every hostile string:
+// nothing left that acts on a terminal (encoding/json writes C1
+// controls, bidi and zero-width characters raw), and the same value when
+// decoded.
+func TestEscapeJSON(t *testing.T) {
+	for _, h := range append(hostile, struct{ name, value string }{"beyond the BMP", "tag \U000e0041, emoji \U0001f600"}) {
+		t.Run(h.name, func(t *testing.T) {
+			b, err := json.Marshal(map[string]string{"k" + h.value: h.value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cli.EscapeJSON(b)
+			if err := clean(string(got)); err != nil {
+				t.Errorf("EscapeJSON(%s) = %s: %v", b, got, err)
+			}
+			var m map[string]string
+			if err := json.Unmarshal(got, &m); err != nil || m["k"+viaJSON(h.value)] != viaJSON(h.value) || len(m) != 1 {
+				t.Errorf("EscapeJSON(%s) = %s decodes to %q, %v; want the same value", b, got, m, err)
+			}
+		})
+	}
+	if b := []byte(`{"a":"café 日本 😀"}`); string(cli.EscapeJSON(b)) != string(b) {
+		t.Errorf("EscapeJSON(%s) = %s; want it unchanged", b, cli.EscapeJSON(b))
 	}
 }
 
@@ -187,6 +230,16 @@ func TestHostileBytes(t *testing.T) {
 				runAll("stranded", "", "stranded", "--limit", "1000")
 				runAll("release refused", "", "release", dedupe.KeyRef(stuck), "--token", h.value)
 				runAll("forget asked", "no\n", "forget", dedupe.KeyRef(done), "--token", "tok-done", "--reason", "x")
+				// JSON output, and forget's log line (JSON on stderr),
+				// reach the same terminal: encoding/json and slog write C1
+				// controls, bidi overrides and zero-width characters raw.
+				runAll("show -o json", "", "show", dedupe.KeyRef(stuck), "-o", "json")
+				runAll("show --body -o json", "", "show", dedupe.KeyRef(done), "--body", "-o", "json")
+				runAll("inflight -o json", "", "inflight", "--limit", "1000", "-o", "json")
+				runAll("forget --yes", "", "forget", dedupe.KeyRef(done), "--token", "tok-done", "--reason", "x", "--yes")
+				if !strings.Contains(outputs["forget --yes"], `"original_request_id"`) {
+					t.Errorf("%s: forget --yes logged no line: %q", h.name, outputs["forget --yes"])
+				}
 				for name, out := range outputs {
 					if name == "show --body" {
 						out = strings.ReplaceAll(out, "\t", "") // a body keeps its tabs and lines
@@ -372,6 +425,69 @@ func TestAmbiguousRef(t *testing.T) {
 	}
 }
 
+// TestStoredKeyAsShown: --stored-key takes a key as show prints it,
+// escaped, on every store: a client's key with a backslash or a control
+// character (a raw path behind net/http, an Idempotency-Key) is still
+// named by what the operator copies from show's key line or from a
+// refusal's --stored-key; and as the JSON output holds it, raw. A value
+// that names two records, one as typed and one as show escapes it, is
+// refused (exit 2) naming both.
+func TestStoredKeyAsShown(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			id := rand.Text()
+			claim := func(key, tok string) {
+				t.Helper()
+				if _, err := b.store.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: tok, Now: now.Add(-time.Minute),
+					LeaseUntil: now.Add(-30 * time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			key := dedupe.StoreKey(prefix, `POST /files/a\b`+"\x1b]0;t\x07\u202e/"+id)
+			claim(key, "tok-hostile")
+			code, out, errOut := run(t, "", append([]string{"show", dedupe.KeyRef(key)}, b.flags...)...)
+			shown, ok := "", false
+			for _, line := range strings.Split(out, "\n") {
+				if v, found := strings.CutPrefix(line, "key:          "); found {
+					shown, ok = v, true
+				}
+			}
+			if code != cli.ExitOK || !ok || shown == key {
+				t.Fatalf("show: exit %d, key line %q (%v): %s; want the key, escaped", code, shown, ok, errOut)
+			}
+			for _, named := range []struct{ how, value string }{{"as show prints it", shown}, {"raw, as -o json holds it", key}} {
+				code, out, errOut := run(t, "", append([]string{"show", "--stored-key", named.value}, b.flags...)...)
+				if code != cli.ExitOK || !strings.Contains(out, "key:          "+shown+"\n") {
+					t.Errorf("show --stored-key %s: exit %d, %q %q; want the record", named.how, code, out, errOut)
+				}
+			}
+			if code, out, errOut := run(t, "", append([]string{"release", "--stored-key", shown, "--token", "tok-hostile"}, b.flags...)...); code != cli.ExitOK {
+				t.Errorf("release --stored-key as shown: exit %d, %q %q; want released", code, out, errOut)
+			}
+
+			// Two records: one whose key holds the text \x1b, one whose key
+			// holds the escape character show prints as \x1b. (The text
+			// \x41 would name one record: show never writes an A so.)
+			literal, meant := dedupe.StoreKey(prefix, `lit/\x1b/`+id), dedupe.StoreKey(prefix, "lit/\x1b/"+id)
+			claim(literal, "tok-literal")
+			claim(meant, "tok-meant")
+			code, _, errOut = run(t, "", append([]string{"release", "--stored-key", literal, "--token", "tok-literal"}, b.flags...)...)
+			if code != cli.ExitUsage || !strings.Contains(errOut, dedupe.KeyRef(literal)) || !strings.Contains(errOut, dedupe.KeyRef(meant)) {
+				t.Errorf("release --stored-key naming two records: exit %d, %q; want %d naming both", code, errOut, cli.ExitUsage)
+			}
+			if rec, err := b.store.Get(ctx, literal, now); err != nil || rec.LeaseExpiresAt.UnixMilli() == 0 {
+				t.Errorf("after the refusal = %+v, %v; want it untouched", rec, err)
+			}
+			// As show prints it, the literal one is named alone.
+			if code, _, errOut := run(t, "", append([]string{"release", "--stored-key", cli.Escape(literal), "--token", "tok-literal"}, b.flags...)...); code != cli.ExitOK {
+				t.Errorf("release --stored-key %q: exit %d, %q; want released", cli.Escape(literal), code, errOut)
+			}
+		})
+	}
+}
+
 // runEnv runs the command with the environment env and the system user
 // user (an error when empty).
 func runEnv(t *testing.T, env map[string]string, user, stdin string, args ...string) (int, string, string) {
@@ -458,6 +574,9 @@ func TestGlobalFlags(t *testing.T) {
 		append([]string{"-o", "json", "show", ref}, b.flags...),
 		append(append([]string{"-o=json"}, b.flags...), "show", ref),
 		append(append([]string{"--o", "json"}, b.flags...), "show", "--stored-key", key),
+		// Every store flag usage lists, the S3 endpoint of show --body
+		// included.
+		append(append([]string{"--s3-endpoint", "http://127.0.0.1:1", "-o", "json"}, b.flags...), "show", ref),
 	} {
 		code, out, errOut := run(t, "", args...)
 		var v struct{ Ref string }
@@ -578,4 +697,46 @@ func dynamoStore(t *testing.T, b backend, shards int) *dynamostore.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestRedisClusterFromOneNode: an operator gives the URL of one node of a
+// Redis Cluster, as a console shows it. The command reads the whole
+// cluster: stranded lists the records of every master, and show finds a
+// record by ref whatever slot its pointer is in. Through a client of
+// that one node, stranded listed a third of them and exited 0.
+func TestRedisClusterFromOneNode(t *testing.T) {
+	curl := redistest.ClusterURL(t)
+	copts, err := redis.ParseClusterURL(curl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(copts)
+	t.Cleanup(func() { cc.Close() })
+	rp := "clitest:" + rand.Text()[:8] + ":"
+	s, err := redisstore.New(cc, redisstore.Options{Prefix: rp, RefIndex: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	const n = 30
+	var keys []string
+	for i := range n {
+		key := dedupe.StoreKey(prefix, fmt.Sprintf("node/%d", i))
+		keys = append(keys, key)
+		if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "tok", Now: now.Add(-time.Minute),
+			LeaseUntil: now.Add(-30 * time.Second), ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := "redis://" + copts.Addrs[0]
+	code, out, errOut := run(t, "", "stranded", "--redis", node, "--redis-prefix", rp)
+	if got := strings.Count(out, "\n"); code != cli.ExitOK || got != n {
+		t.Errorf("stranded through %s: exit %d, %d of %d records: %s", node, code, got, n, errOut)
+	}
+	for _, key := range keys {
+		if code, _, errOut := run(t, "", "show", dedupe.KeyRef(key), "--redis", node, "--redis-prefix", rp); code != cli.ExitOK {
+			t.Errorf("show %s through %s: exit %d: %s", dedupe.KeyRef(key), node, code, errOut)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -62,7 +64,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.region, "region", "", "AWS region (default from the AWS configuration)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, path-style, for moto (default $AWS_ENDPOINT_URL_S3, else AWS): where show --body reads a response kept in S3")
 	fs.IntVar(&s.shards, "shards", 0, "in-flight shards of the DynamoDB store (default $DEDUPE_SHARDS, else 8): as the functions use")
-	fs.StringVar(&s.redisURL, "redis", "", "Redis or Valkey URL (default $REDIS_URL when DEDUPE_STORE=redis)")
+	fs.StringVar(&s.redisURL, "redis", "", "Redis or Valkey URL (default $REDIS_URL when DEDUPE_STORE=redis); a Cluster's from any node, or with addr= parameters")
 	fs.StringVar(&s.redisPrefix, "redis-prefix", "dedupe:", "Redis key prefix of the store (redisstore.Options.Prefix)")
 	fs.StringVar(&s.pgURL, "postgres", "", "PostgreSQL URL (default $DATABASE_URL when DEDUPE_STORE=postgres)")
 	fs.StringVar(&s.pgTable, "pg-table", "", "PostgreSQL table (default dedupe_records)")
@@ -94,11 +96,10 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (*opened, error) {
 	}
 	switch {
 	case s.redisURL != "":
-		opts, err := redis.ParseURL(s.redisURL)
+		c, err := redisClient(ctx, s.redisURL)
 		if err != nil {
-			return nil, fail(ExitUsage, "--redis: %w", err)
+			return nil, err
 		}
-		c := redis.NewClient(opts)
 		st, err := redisstore.New(c, redisstore.Options{Prefix: s.redisPrefix})
 		if err != nil {
 			c.Close()
@@ -166,4 +167,40 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (*opened, error) {
 		return rs.Get(ctx, key, now)
 	}
 	return &opened{store: ds, name: "dynamodb", close: func() {}, readObject: readObject}, nil
+}
+
+// redisClient returns the client of the Redis or Valkey deployment url
+// names: a *redis.ClusterClient for a cluster URL (redis.ParseClusterURL:
+// addr= parameters), or for the URL of one node whose INFO cluster says
+// cluster_enabled:1, so that every command reaches every node (through a
+// client of one node, a ref in another slot would fail and inflight
+// would see that node only); else a *redis.Client.
+func redisClient(ctx context.Context, url string) (interface {
+	redisstore.Client
+	Close() error
+}, error) {
+	cluster := func() (*redis.ClusterClient, error) {
+		opts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fail(ExitUsage, "--redis: %w", err)
+		}
+		return redis.NewClusterClient(opts), nil
+	}
+	if u, err := neturl.Parse(url); err == nil && u.Query().Has("addr") {
+		return cluster()
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fail(ExitUsage, "--redis: %w", err)
+	}
+	c := redis.NewClient(opts)
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	// A node that refuses INFO is taken as it is; redisstore.New then
+	// reads its eviction policy, and reports a server it cannot reach.
+	if info, err := c.Info(ictx, "cluster").Result(); err == nil && strings.Contains(info, "cluster_enabled:1") {
+		c.Close()
+		return cluster()
+	}
+	return c, nil
 }
