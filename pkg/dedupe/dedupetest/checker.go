@@ -115,9 +115,10 @@ type CheckConfig struct {
 //     stage's, route's and key's execution;
 //  4. no owner is answered 409 for its own claim: every 409 has another
 //     request of its scope that may hold the key (but one the store
-//     answered from a writer it saw and could not read, which may be
-//     the request's own claim, applied before its reply was lost, as a
-//     503 may);
+//     answered from a writer it saw and could not read, or from its own
+//     takeover write that failed without an answer: either may be the
+//     request's own claim, applied before its reply was lost, as a 503
+//     may);
 //  5. nothing is left IN_PROGRESS with a lease the reaper would not see
 //     run out: every in-flight record's lease ends within the longest
 //     lease the guard takes, before the record expires;
@@ -451,9 +452,11 @@ type roundKey struct{}
 type crashKey struct{}
 
 // evidenceKey carries a request's *atomic.Bool, set when a claim of it
-// returned dedupe.ErrInProgress without a record of the key's holder: the
-// store met another writer it could not read (a failed condition, then a
-// failed read).
+// returned an error wrapping dedupe.ErrInProgress without a record of a
+// live holder: the store met another writer it could not read (a failed
+// condition, then a failed read), or its write taking over a free record
+// failed without an answer (applied or not: the holder may be the
+// request's own claim).
 type evidenceKey struct{}
 
 // crashed reports whether ctx belongs to an invocation that died.
@@ -624,7 +627,8 @@ func (o *observer) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.C
 	o.h.claimed[req.Key] = true
 	o.h.mu.Unlock()
 	res, err := o.Store.Claim(ctx, req)
-	if e, ok := ctx.Value(evidenceKey{}).(*atomic.Bool); ok && errors.Is(err, dedupe.ErrInProgress) && res.Record.Token == "" {
+	if e, ok := ctx.Value(evidenceKey{}).(*atomic.Bool); ok && errors.Is(err, dedupe.ErrInProgress) &&
+		(res.Record.Token == "" || res.Record.FreeFor(req.Now, req.Fingerprint, req.Token)) {
 		e.Store(true)
 	}
 	return res, err
