@@ -548,7 +548,7 @@ func (h *history) verify() {
 		// 503 it would otherwise be, its holder may be its own claim,
 		// applied before a reply was lost.
 		if a.status == 409 && a.problem == dedupe.ProblemInProgress && !a.evidence && !h.heldBySomeoneElse(a) {
-			fail("request of %s answered 409 with no other request holding the key (its own claim?)\n%s", a.in.scope(), h.dump(a.in.scope()))
+			fail("request seq %d of %s answered 409 with no other request holding the key (its own claim?)\n%s", a.seq, a.in.scope(), h.dump(a.in.scope()))
 		}
 	}
 
@@ -576,7 +576,7 @@ func (h *history) dump(scope string) string {
 	var b strings.Builder
 	for _, a := range h.answers {
 		if a.in.scope() == scope {
-			fmt.Fprintf(&b, "  answer seq %d at +%v round +%v: %s %s -> %d %s replayed=%v panic=%v err=%v %s\n", a.seq, a.at.Sub(base), a.roundStart.Sub(base), a.in.kind, a.in.body, a.status, a.problem, a.replayed, a.panicked, a.err, a.body)
+			fmt.Fprintf(&b, "  answer seq %d at +%v round +%v: %s %s -> %d %s replayed=%v panic=%v evidence=%v err=%v %s\n", a.seq, a.at.Sub(base), a.roundStart.Sub(base), a.in.kind, a.in.body, a.status, a.problem, a.replayed, a.panicked, a.evidence, a.err, a.body)
 		}
 	}
 	for _, e := range h.execs {
@@ -600,14 +600,18 @@ func (h *history) heldBySomeoneElse(a answer) bool {
 		}
 	}
 	for _, b := range h.answers {
-		if b.in.scope() == a.in.scope() && b.seq < a.seq && b.status == 503 && leasePossiblyAlive(b.at, a.sentAt) {
+		// An earlier 503, or a 409 exempt by evidence (4. below), may
+		// have left its own claim applied behind a lost reply: that
+		// claim holds the key until its lease ends.
+		if b.in.scope() == a.in.scope() && b.seq < a.seq && (b.status == 503 || b.evidence) && leasePossiblyAlive(b.at, a.sentAt) {
 			return true
 		}
 	}
 	// Requests still in flight when a was answered have no answer yet:
-	// their claims count too.
+	// their claims count too, and so does that of one answered 409 on
+	// evidence (its claim may have been applied behind a lost reply).
 	for _, b := range h.answers {
-		if b.in.scope() == a.in.scope() && b.seq > a.seq && !b.roundStart.After(a.at) && b.roundStart.Equal(a.roundStart) && b.status != 409 {
+		if b.in.scope() == a.in.scope() && b.seq > a.seq && !b.roundStart.After(a.at) && b.roundStart.Equal(a.roundStart) && (b.status != 409 || b.evidence) {
 			return true
 		}
 	}
