@@ -212,7 +212,7 @@ func (o *output) Set(v string) error {
 // newFlags returns a flag set for command name that reports to env.
 func newFlags(env *Env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("dedupe "+name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(textWriter{env.Stderr})
 	return fs
 }
 

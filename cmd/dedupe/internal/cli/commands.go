@@ -580,10 +580,15 @@ func cmdRelease(ctx context.Context, env *Env, args []string) error {
 			t.ref, rec.LeaseExpiresAt.UTC().Format(time.RFC3339))
 	}
 	if err := st.ReleaseSeen(ctx, rec.Record); err != nil {
-		if errors.Is(err, dedupe.ErrLeaseLost) {
-			return fail(ExitRefused, "refused: %s changed since it was read (finished, released, renewed by a heartbeat or taken over); nothing changed: run show again", t.ref)
+		if !errors.Is(err, dedupe.ErrLeaseLost) {
+			return err
 		}
-		return err
+		// The condition failed. That is also what a retry of this very
+		// release meets when its first reply was lost after it was
+		// applied, so read the record again and report what it is.
+		if now, err := releasedSince(ctx, st, &t, rec.Record, env.Now()); err != nil || !now {
+			return fail(ExitRefused, "refused: %s changed since it was read (finished, released, renewed by a heartbeat or taken over); this release changed nothing: run show again", t.ref)
+		}
 	}
 	if out.json {
 		return writeJSON(env.Stdout, map[string]string{"ref": t.ref, "released": *token})
@@ -591,6 +596,18 @@ func cmdRelease(ctx context.Context, env *Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "released %s: its lease has ended. A retry of the same request runs again at once; a different request still gets 422 until %s.\n",
 		t.ref, rec.ExpiresAt.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// releasedSince reports whether the record seen is now released with its
+// owner unchanged: the state a release leaves, whoever applied it (this
+// release, whose reply was lost, or the guard after its function failed).
+func releasedSince(ctx context.Context, st *opened, t *target, seen dedupe.Record, now time.Time) (bool, error) {
+	cur, err := findOne(ctx, st, t, now)
+	if err != nil {
+		return false, err
+	}
+	word, _ := state(cur.Record, now)
+	return cur.Key == seen.Key && cur.Status == dedupe.StatusInProgress && cur.Token == seen.Token && word == "released", nil
 }
 
 func cmdForget(ctx context.Context, env *Env, args []string) error {
@@ -657,17 +674,28 @@ func cmdForget(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	log := slog.New(slog.NewJSONHandler(jsonWriter{env.Stderr}, nil))
+	// gone: the delete met no record although one was read just before.
+	// That is what a retry of this very delete meets when its first
+	// reply was lost after it was applied; another forget in between is
+	// the other cause. Either way the key runs again, and the log says
+	// the delete is not confirmed.
+	gone := false
 	if err := st.Forget(ctx, rec.Key, *token); err != nil {
-		if errors.Is(err, dedupe.ErrLeaseLost) {
+		switch {
+		case errors.Is(err, dedupe.ErrLeaseLost):
 			return fail(ExitRefused, "refused: %s no longer carries token %s (rewritten since); run show again", t.ref, *token)
+		case errors.Is(err, dedupe.ErrNotFound):
+			gone = true
+		default:
+			return err
 		}
-		if errors.Is(err, dedupe.ErrNotFound) {
-			return fail(ExitNotFound, "%s is gone already", t.ref)
-		}
-		return err
 	}
 	attrs := []any{"ref", t.ref, "operator", operator, "reason", *reason, "store", st.name,
 		"owner", rec.Token, "original_request_id", rec.RequestID, "response_status", status}
+	if gone {
+		attrs = append(attrs, "confirmed", false)
+		fmt.Fprintf(env.Stderr, "dedupe forget: %s was gone when the delete arrived: this delete's reply was lost after it applied, or another forget came first; either way it is forgotten\n", t.ref)
+	}
 	object := ""
 	if o := rec.object; o != nil {
 		object = "s3://" + o.Bucket + "/" + o.Name

@@ -200,3 +200,15 @@ func (j jsonWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// textWriter escapes what it writes as escBody does (newlines and tabs
+// kept): the flag package's own messages quote the arguments as typed,
+// and an argument is as hostile as a stored string.
+type textWriter struct{ w io.Writer }
+
+func (t textWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, escBody(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
