@@ -227,3 +227,28 @@ func (e *albEvent) raw() any { return (*events.ALBTargetGroupRequest)(e) }
 func statusLine(code int) string {
 	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
+
+// albKeyRule is what KeyOfEvent does differently for an ALB request: it
+// refuses one without a target group, and with cfg.ALBAuth it returns cfg
+// without it and a principal rule that takes the caller from the user
+// claims the configured load balancer signed, unverified (see
+// KeyOfEvent). Other events pass as they are.
+func albKeyRule(cfg *HTTPConfig, ev httpEvent) (*HTTPConfig, func() (string, error), error) {
+	e, ok := ev.(*albEvent)
+	if !ok {
+		return cfg, nil, nil
+	}
+	if e.RequestContext.ELB.TargetGroupArn == "" {
+		return nil, nil, errNoTargetGroup
+	}
+	if cfg == nil || cfg.ALBAuth == nil {
+		return cfg, nil, nil
+	}
+	v, err := newALBVerifier(&ALBAuth{LoadBalancerARN: cfg.ALBAuth.LoadBalancerARN, PublicKey: cfg.ALBAuth.PublicKey})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := *cfg
+	c.ALBAuth = nil
+	return &c, func() (string, error) { return v.unverifiedPrincipal(e) }, nil
+}

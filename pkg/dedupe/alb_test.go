@@ -574,3 +574,75 @@ func TestALBRefusedAtConstruction(t *testing.T) {
 		alb(cfg)()
 	}
 }
+
+// TestALBKeyOfEvent: KeyOfEvent gives the key the ALB adapter claims, in
+// both header modes and identity rules, also once the token has expired;
+// it refuses a token another load balancer signed, and a request
+// without a target group.
+func TestALBKeyOfEvent(t *testing.T) {
+	const prefix = "fn"
+	for _, tc := range []struct {
+		name, file string
+		cfg        *dedupe.HTTPConfig
+		token      string
+	}{
+		{"single-value, ALBAuth", "alb-target-group.json", &dedupe.HTTPConfig{ALBAuth: testALBAuth()}, userToken("alice")},
+		{"multi-value, ALBAuth", "alb-target-group-multi.json", &dedupe.HTTPConfig{ALBAuth: testALBAuth()}, userToken("alice")},
+		{"single-value, SharedScope", "alb-target-group.json", &dedupe.HTTPConfig{SharedScope: true}, ""},
+		{"multi-value, SharedScope, forged claims", "alb-target-group-multi.json", &dedupe.HTTPConfig{SharedScope: true}, userToken("alice")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ev events.ALBTargetGroupRequest
+			fixture(t, tc.file, &ev)
+			if tc.token != "" {
+				if ev.MultiValueHeaders != nil {
+					ev.MultiValueHeaders["x-amzn-oidc-data"] = []string{tc.token}
+				} else {
+					ev.Headers["x-amzn-oidc-data"] = tc.token
+				}
+			}
+			g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: prefix, Now: newTestClock().Now})
+			var claimed string
+			h := dedupe.ALB(g, tc.cfg, func(ctx context.Context, _ events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+				c, _ := dedupe.ClaimFrom(ctx)
+				claimed = c.Key
+				return events.ALBTargetGroupResponse{StatusCode: 200}, nil
+			})
+			if resp, _ := h(context.Background(), ev); resp.StatusCode != 200 || claimed == "" {
+				t.Fatalf("the adapter answered %d and claimed %q", resp.StatusCode, claimed)
+			}
+			got, err := dedupe.KeyOfEvent(tc.cfg, &ev)
+			if err != nil {
+				t.Fatalf("KeyOfEvent: %v", err)
+			}
+			if key := dedupe.StoreKey(prefix, got.Scoped); key != claimed {
+				t.Errorf("KeyOfEvent gives %q, the adapter claimed %q", key, claimed)
+			}
+			if got.API != "alb:"+testTGArn || got.Route != "POST /payments" || (tc.cfg.SharedScope && got.Principal != "") {
+				t.Errorf("KeyOfEvent = %+v", got)
+			}
+		})
+	}
+	var ev events.ALBTargetGroupRequest
+	fixture(t, "alb-target-group.json", &ev)
+	cfg := &dedupe.HTTPConfig{ALBAuth: testALBAuth()}
+	h := albHeader()
+	h["exp"] = 1
+	ev.Headers["x-amzn-oidc-data"] = albToken(testALBKey(), h, map[string]any{"sub": "alice"})
+	old, err := dedupe.KeyOfEvent(cfg, ev)
+	ev.Headers["x-amzn-oidc-data"] = userToken("alice")
+	fresh, _ := dedupe.KeyOfEvent(cfg, ev)
+	if err != nil || old.Scoped != fresh.Scoped || old.Principal == "" {
+		t.Errorf("an expired token's key: %+v, %v; want %+v", old, err, fresh)
+	}
+	h["signer"] = strings.Replace(testALBArn, "50dc", "ffff", 1)
+	ev.Headers["x-amzn-oidc-data"] = albToken(testALBKey(), h, map[string]any{"sub": "alice"})
+	if _, err := dedupe.KeyOfEvent(cfg, ev); err == nil {
+		t.Error("KeyOfEvent took a token another load balancer signed")
+	}
+	ev.Headers["x-amzn-oidc-data"] = userToken("alice")
+	ev.RequestContext.ELB.TargetGroupArn = ""
+	if _, err := dedupe.KeyOfEvent(cfg, ev); !errors.Is(err, dedupe.ErrNoEventSource) {
+		t.Errorf("no target group: %v, want ErrNoEventSource", err)
+	}
+}

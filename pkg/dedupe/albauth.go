@@ -102,18 +102,26 @@ func newALBVerifier(auth *ALBAuth) (*albVerifier, error) {
 	}
 	v := &albVerifier{signer: auth.LoadBalancerARN, keys: auth.PublicKey}
 	if v.keys == nil {
-		var base string
-		switch partition {
-		case "aws":
-			base = "https://public-keys.auth.elb." + region + ".amazonaws.com/"
-		case "aws-us-gov":
-			base = "https://s3-" + region + ".amazonaws.com/aws-elb-public-keys-prod-" + region + "/"
-		default:
+		base := albKeyBase(partition, region)
+		if base == "" {
 			return nil, fmt.Errorf("dedupe: ALB: HTTPConfig.ALBAuth.PublicKey is nil and partition %q has no known key endpoint; set PublicKey", partition)
 		}
 		v.keys = newALBKeyCache(base, &http.Client{Timeout: albKeyTimeout}).get
 	}
 	return v, nil
+}
+
+// albKeyBase returns the URL ALB's public keys are found under, by key
+// ID, in a partition and Region; "" for a partition AWS documents none
+// for.
+func albKeyBase(partition, region string) string {
+	switch partition {
+	case "aws":
+		return "https://public-keys.auth.elb." + region + ".amazonaws.com/"
+	case "aws-us-gov":
+		return "https://s3-" + region + ".amazonaws.com/aws-elb-public-keys-prod-" + region + "/"
+	}
+	return ""
 }
 
 // parseALBArn checks that arn names an Application Load Balancer and
@@ -210,6 +218,30 @@ func (v *albVerifier) principal(ctx context.Context, e *albEvent, now time.Time)
 	}
 	if len(identity) == 1 && identity[0] != sub {
 		return unverified("x-amzn-oidc-identity differs from the signed sub")
+	}
+	return albPrincipal(hdr.Iss, sub), nil
+}
+
+// unverifiedPrincipal is principal without the signature and expiry
+// checks, for KeyOfEvent: the principal the adapter found, if the token
+// was valid when it was sent. The signer must still be the configured
+// load balancer.
+func (v *albVerifier) unverifiedPrincipal(e *albEvent) (string, error) {
+	data := e.headerValues("x-amzn-oidc-data")
+	switch {
+	case len(data) > 1:
+		return "", fmt.Errorf("%w: header repeated", errALBToken)
+	case len(data) == 0:
+		return "", nil
+	}
+	// Expiry is not checked: pass the zero time.
+	hdr, claims, err := v.parse(data[0], time.Time{})
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", errALBToken, err)
+	}
+	sub, err := v.subject(claims, time.Time{})
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", errALBToken, err)
 	}
 	return albPrincipal(hdr.Iss, sub), nil
 }

@@ -19,22 +19,22 @@ import (
 // HTTPConfig.MaxBodyBytes is zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
 
-// HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL
-// and Middleware), which all share one implementation. The zero value (or
-// a nil *HTTPConfig) is valid for the Lambda adapters and means: POST,
-// PATCH, PUT and DELETE are guarded; a missing key lets the request
-// through unguarded; routes and principals are resolved as
-// DefaultPrincipal and the adapters document, and a guarded request with
-// no principal is refused (500) because SharedScope is off; no headers
-// are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
-// DefaultKeep decides what is stored; events go to the guard's Logger.
-// Middleware needs
-// Principal or SharedScope.
+// HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL,
+// ALB and Middleware), which all share one implementation. The zero value
+// (or a nil *HTTPConfig) is valid for the API Gateway and Function URL
+// adapters and means: POST, PATCH, PUT and DELETE are guarded; a missing
+// key lets the request through unguarded; routes and principals are
+// resolved as DefaultPrincipal and the adapters document, and a guarded
+// request with no principal is refused (500) because SharedScope is off;
+// no headers are fingerprinted; bodies are limited to
+// DefaultMaxBodyBytes; DefaultKeep decides what is stored; events go to
+// the guard's Logger. Middleware needs Principal or SharedScope; ALB
+// needs ALBAuth, Principal or SharedScope.
 //
 // Functions that receive the request get the adapter's event: a
 // *events.APIGatewayV2HTTPRequest (HTTPAPI), *events.APIGatewayProxyRequest
-// (RESTAPI), *events.LambdaFunctionURLRequest (FunctionURL) or an
-// *http.Request (Middleware).
+// (RESTAPI), *events.LambdaFunctionURLRequest (FunctionURL),
+// *events.ALBTargetGroupRequest (ALB) or an *http.Request (Middleware).
 //
 // How one request is decided:
 //
