@@ -44,9 +44,9 @@ var testALBKey = sync.OnceValue(func() *ecdsa.PrivateKey {
 	return k
 })
 
-// testALBExp is when the test tokens expire: a day after the test
-// clock starts (newTestClock).
-var testALBExp = time.Date(2031, 3, 5, 5, 6, 7, 0, time.UTC)
+// testALBExp is when the test tokens expire: long after the test clock
+// (newTestClock) and the real one (ExampleALB).
+var testALBExp = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // testALBAuth is an ALBAuth whose key source knows testALBKid only.
 func testALBAuth() *dedupe.ALBAuth {
