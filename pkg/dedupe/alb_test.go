@@ -91,6 +91,21 @@ func signToken(b64 *base64.Encoding, key *ecdsa.PrivateKey, header, claims map[s
 	return signed + "." + b64.EncodeToString(sig)
 }
 
+// signRaw signs header and claims given as JSON text, to control their
+// member names and order.
+func signRaw(key *ecdsa.PrivateKey, header, claims string) string {
+	signed := base64.URLEncoding.EncodeToString([]byte(header)) + "." + base64.URLEncoding.EncodeToString([]byte(claims))
+	sum := sha256.Sum256([]byte(signed))
+	r, s, err := ecdsa.Sign(rand.Reader, key, sum[:])
+	if err != nil {
+		panic(err)
+	}
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return signed + "." + base64.URLEncoding.EncodeToString(sig)
+}
+
 // userToken is ALB's token for user sub.
 func userToken(sub string) string {
 	return albToken(testALBKey(), albHeader(), map[string]any{"sub": sub, "email": sub + "@example.com"})
@@ -283,6 +298,8 @@ func TestALBUserClaims(t *testing.T) {
 	good := userToken("alice")
 	parts := strings.Split(good, ".")
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	hb, _ := json.Marshal(albHeader())
+	hdrJSON := string(hb)
 	hsHeader := b64(`{"alg":"HS256","kid":"` + testALBKid + `","signer":"` + testALBArn + `","exp":1930000000}`)
 	tests := []struct {
 		name     string
@@ -304,6 +321,12 @@ func TestALBUserClaims(t *testing.T) {
 		{name: "expires this second", token: albToken(key, with("exp", newTestClock().Now().Unix()), claims), problem: dedupe.ProblemIdentityUnverified},
 		{name: "no exp", token: albToken(key, with("exp", nil), claims), problem: dedupe.ProblemIdentityUnverified},
 		{name: "exp not a number", token: albToken(key, with("exp", "soon"), claims), problem: dedupe.ProblemIdentityUnverified},
+		{name: "exp NaN", token: albToken(key, with("exp", "NaN"), claims), problem: dedupe.ProblemIdentityUnverified},
+		{name: "exp Inf", token: albToken(key, with("exp", "Inf"), claims), problem: dedupe.ProblemIdentityUnverified},
+		{name: "exp huge", token: signRaw(key, strings.Replace(hdrJSON, `"exp":4102444800`, `"exp":1e999`, 1), `{"sub":"alice"}`), problem: dedupe.ProblemIdentityUnverified},
+		{name: "exp as a string of digits", token: albToken(key, with("exp", "4102444800"), claims), status: 201},
+		{name: "claims exp NaN", token: albToken(key, albHeader(), map[string]any{"sub": "alice", "exp": "NaN"}), problem: dedupe.ProblemIdentityUnverified},
+		{name: "claims exp null", token: albToken(key, albHeader(), map[string]any{"sub": "alice", "exp": nil}), problem: dedupe.ProblemIdentityUnverified},
 		{name: "claims expired", token: albToken(key, albHeader(), map[string]any{"sub": "alice", "exp": 1}), problem: dedupe.ProblemIdentityUnverified},
 		{name: "kid with path traversal", token: albToken(key, with("kid", "../../"+testALBKid), claims), problem: dedupe.ProblemIdentityUnverified},
 		{name: "kid with a slash", token: albToken(key, with("kid", "a/b"), claims), problem: dedupe.ProblemIdentityUnverified},
@@ -319,6 +342,13 @@ func TestALBUserClaims(t *testing.T) {
 		{name: "claims swapped after signing", token: parts[0] + "." + base64.URLEncoding.EncodeToString([]byte(`{"sub":"mallory"}`)) + "." + parts[2], problem: dedupe.ProblemIdentityUnverified},
 		{name: "signature truncated", token: parts[0] + "." + parts[1] + "." + parts[2][:40], problem: dedupe.ProblemIdentityUnverified},
 		{name: "signature in the standard alphabet", token: parts[0] + "." + parts[1] + "." + strings.NewReplacer("-", "+", "_", "/").Replace(parts[2]) + "+/", problem: dedupe.ProblemIdentityUnverified},
+		// encoding/json matches member names case-insensitively, the
+		// last one winning: a claim a user may name ("Sub") must never
+		// stand in for "sub", nor "Signer" for "signer".
+		{name: "a second sub spelled Sub", token: signRaw(key, hdrJSON, `{"sub":"alice","Sub":"bob"}`), identity: []string{"alice"}, status: 201},
+		{name: "only a Sub", token: signRaw(key, hdrJSON, `{"Sub":"bob"}`), problem: dedupe.ProblemIdentityUnverified},
+		{name: "ALG in capitals", token: signRaw(key, strings.Replace(hdrJSON, `"alg"`, `"ALG"`, 1), `{"sub":"alice"}`), problem: dedupe.ProblemIdentityUnverified},
+		{name: "a second signer spelled Signer", token: signRaw(key, strings.Replace(hdrJSON, `}`, `,"Signer":"x"}`, 1), `{"sub":"alice"}`), status: 201},
 		{name: "no sub", token: albToken(key, albHeader(), map[string]any{"email": "a@example.com"}), problem: dedupe.ProblemIdentityUnverified},
 		{name: "sub not a string", token: albToken(key, albHeader(), map[string]any{"sub": 42}), problem: dedupe.ProblemIdentityUnverified},
 		{name: "identity header differs from sub", token: good, identity: []string{"mallory"}, problem: dedupe.ProblemIdentityUnverified},

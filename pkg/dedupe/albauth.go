@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -176,11 +177,8 @@ func isKeyID(kid string) bool {
 
 // albHeader is the JOSE header of ALB's user claims.
 type albHeader struct {
-	Alg    string      `json:"alg"`
-	Kid    string      `json:"kid"`
-	Signer string      `json:"signer"`
-	Iss    string      `json:"iss"`
-	Exp    json.Number `json:"exp"`
+	Alg, Kid, Signer, Iss string
+	Exp                   json.Number
 }
 
 // principal verifies e's user claims at now and returns its caller.
@@ -263,9 +261,11 @@ func (v *albVerifier) parse(token string, now time.Time) (albHeader, string, err
 	if len(parts) != 3 {
 		return hdr, "", errors.New("not a JWS compact serialization")
 	}
-	if err := decodeJOSE(parts[0], &hdr); err != nil {
+	m, err := decodeJOSE(parts[0])
+	if err != nil {
 		return hdr, "", fmt.Errorf("header: %w", err)
 	}
+	hdr = albHeader{Alg: str(m["alg"]), Kid: str(m["kid"]), Signer: str(m["signer"]), Iss: str(m["iss"]), Exp: number(m["exp"])}
 	switch {
 	case hdr.Alg != "ES256":
 		return hdr, "", errors.New("alg is not ES256")
@@ -282,18 +282,17 @@ func (v *albVerifier) parse(token string, now time.Time) (albHeader, string, err
 
 // subject decodes verified claims and returns their sub.
 func (v *albVerifier) subject(claims string, now time.Time) (string, error) {
-	var c struct {
-		Sub any         `json:"sub"`
-		Exp json.Number `json:"exp"`
-	}
-	if err := decodeJOSE(claims, &c); err != nil {
+	c, err := decodeJOSE(claims)
+	if err != nil {
 		return "", fmt.Errorf("claims: %w", err)
 	}
-	if err := checkExp(c.Exp, now, false); err != nil {
-		return "", err
+	if _, ok := c["exp"]; ok {
+		if err := checkExp(number(c["exp"]), now, true); err != nil {
+			return "", fmt.Errorf("claims: %w", err)
+		}
 	}
-	sub, ok := c.Sub.(string)
-	if !ok || sub == "" {
+	sub := str(c["sub"])
+	if sub == "" {
 		return "", errors.New("claims have no sub")
 	}
 	return sub, nil
@@ -309,7 +308,7 @@ func checkExp(exp json.Number, now time.Time, required bool) error {
 		return nil
 	}
 	secs, err := exp.Float64()
-	if err != nil {
+	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {
 		return errors.New("malformed exp")
 	}
 	if float64(now.Unix()) >= secs {
@@ -319,21 +318,46 @@ func checkExp(exp json.Number, now time.Time, required bool) error {
 }
 
 // decodeJOSE decodes one base64url part of a token (padded or not) as a
-// JSON object into v; numbers are kept exact.
-func decodeJOSE(part string, v any) error {
+// JSON object, numbers kept exact. Members are then read by their exact
+// names: decoding into a struct would match "Sub" or "SIGNER" too
+// (encoding/json folds case), and a claim a user may name must never
+// stand in for "sub".
+func decodeJOSE(part string) (map[string]any, error) {
 	b, err := decodeB64URL(part)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
-	if err := d.Decode(v); err != nil {
-		return errors.New("not a JSON object")
+	var m map[string]any
+	if err := d.Decode(&m); err != nil || m == nil {
+		return nil, errors.New("not a JSON object")
 	}
 	if d.More() {
-		return errors.New("data after the JSON object")
+		return nil, errors.New("data after the JSON object")
 	}
-	return nil
+	return m, nil
+}
+
+// str returns v when it is a string, else "".
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// number returns v as a JSON number: a number, or a string of decimal
+// digits; "" for anything else (strconv would take "NaN" or "Inf"), which
+// checkExp refuses.
+func number(v any) json.Number {
+	switch x := v.(type) {
+	case json.Number:
+		return x
+	case string:
+		if x != "" && strings.Trim(x, "0123456789") == "" {
+			return json.Number(x)
+		}
+	}
+	return ""
 }
 
 // decodeB64URL decodes base64url with or without its padding, as ALB
