@@ -5,12 +5,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestALBKeyCache runs the default key source against a local server
@@ -120,4 +124,44 @@ func TestALBDefaultEndpoints(t *testing.T) {
 			t.Errorf("%s: key endpoint %q, want %q", arn, got, want)
 		}
 	}
+}
+
+// FuzzALBVerifier: no token, however mangled, makes the verifier panic
+// or yield a principal other than the one the load balancer signed for.
+func FuzzALBVerifier(f *testing.F) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	const arn = "arn:aws:elasticloadbalancing:us-east-2:123456789012:loadbalancer/app/a/b"
+	enc := base64.URLEncoding.EncodeToString
+	input := enc([]byte(`{"alg":"ES256","kid":"k1","signer":"`+arn+`","iss":"https://idp","exp":4102444800}`)) + "." + enc([]byte(`{"sub":"alice"}`))
+	sum := sha256.Sum256([]byte(input))
+	r, s, _ := ecdsa.Sign(rand.Reader, key, sum[:])
+	sig := make([]byte, 64)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	good := input + "." + enc(sig)
+	f.Add(good, "")
+	f.Add(good, "alice")
+	f.Add(strings.ReplaceAll(good, "=", ""), "")
+	f.Add("a.b.c", "x")
+	v, err := newALBVerifier(&ALBAuth{LoadBalancerARN: arn, PublicKey: func(_ context.Context, kid string) (*ecdsa.PublicKey, error) {
+		if kid == "k1" {
+			return &key.PublicKey, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	want := albPrincipal("https://idp", "alice")
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, token, identity string) {
+		e := &albEvent{Headers: map[string]string{"x-amzn-oidc-data": token}}
+		if identity != "" {
+			e.Headers["x-amzn-oidc-identity"] = identity
+		}
+		p, no := v.principal(context.Background(), e, now)
+		if no == nil && p != want {
+			t.Fatalf("token %q gave principal %q", token, p)
+		}
+	})
 }
