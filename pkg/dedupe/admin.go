@@ -74,10 +74,12 @@ type EventKey struct {
 // cfg.ALBAuth, the principal is taken from the user claims of a token
 // the configured load balancer signed, WITHOUT verifying the signature
 // or the expiry: KeyOfEvent locates a stored record for an operator,
-// from an event that may be days old, and answers no client. It returns an error wrapping ErrInvalidKey when the request
-// carries no key, a repeated or a malformed one, and ErrNoPrincipal when
-// it carries no principal and cfg.SharedScope is off: the adapter would
-// have refused such a request before any claim.
+// from an event that may be days old, and answers no client. It returns
+// an error wrapping ErrInvalidKey when the request carries no key, a
+// repeated or a malformed one, ErrNoPrincipal when it carries no
+// principal and cfg.SharedScope is off, and ErrNoEventSource for an ALB
+// request without a target group: the adapter would have refused such a
+// request before any claim.
 func KeyOfEvent(cfg *HTTPConfig, event any) (EventKey, error) {
 	var ev httpEvent
 	switch e := event.(type) {
