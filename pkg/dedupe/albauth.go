@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/big"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,7 +417,13 @@ func (c *albKeyCache) get(ctx context.Context, kid string) (*ecdsa.PublicKey, er
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, err
+		// Not the *url.Error itself: its URL holds the kid, a value of
+		// the request, which the log never quotes.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("fetch key: %w", err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
