@@ -7,6 +7,9 @@
 //   - eventbridge-invoices: an EventBridge consumer;
 //   - kinesis-clicks: a Kinesis consumer with partial batch failures;
 //   - rest-proxy: a REST API behind an ANY /{proxy+} resource;
+//   - alb-payments: the Lambda target of an Application Load Balancer
+//     that authenticates users (verified user claims), with its
+//     CloudFormation template;
 //   - container: a net/http server in a container (Middleware, lease
 //     renewal);
 //   - activity-payment: a workflow activity passing its key to a payment

@@ -6,5 +6,9 @@
 // and stop it when they end; they need dynalite installed (`npm ci --prefix
 // localtest`), and are skipped without it unless CI is set.
 //
+// TestALBTarget runs examples/alb-payments the same way, invoked with ALB
+// events directly, its signing key served by a local stand-in for ALB's
+// key endpoint.
+//
 // The package holds only tests.
 package e2e

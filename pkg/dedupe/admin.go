@@ -47,7 +47,8 @@ func StoreKey(prefix, key string) string {
 // claims: see KeyOfEvent.
 type EventKey struct {
 	// API is the deployment scope: "http:<api id>/<stage>",
-	// "rest:<api id>/<stage>" or "url:<domain>".
+	// "rest:<api id>/<stage>", "url:<domain>" or "alb:<target group
+	// ARN>".
 	API string
 	// Route is the route, "METHOD /path".
 	Route string
@@ -67,12 +68,18 @@ type EventKey struct {
 // KeyOfEvent derives the key of an HTTP request exactly as the adapters
 // built with cfg (nil means the zero HTTPConfig) do, from the event an
 // adapter receives: an events.APIGatewayV2HTTPRequest (HTTPAPI), an
-// events.APIGatewayProxyRequest (RESTAPI) or an
-// events.LambdaFunctionURLRequest (FunctionURL), as a value or a
-// pointer. It returns an error wrapping ErrInvalidKey when the request
-// carries no key, a repeated or a malformed one, and ErrNoPrincipal when
-// it carries no principal and cfg.SharedScope is off: the adapter would
-// have refused such a request before any claim.
+// events.APIGatewayProxyRequest (RESTAPI), an
+// events.LambdaFunctionURLRequest (FunctionURL) or an
+// events.ALBTargetGroupRequest (ALB), as a value or a pointer. With
+// cfg.ALBAuth, the principal is taken from the user claims of a token
+// the configured load balancer signed, WITHOUT verifying the signature
+// or the expiry: KeyOfEvent locates a stored record for an operator,
+// from an event that may be days old, and answers no client. It returns
+// an error wrapping ErrInvalidKey when the request carries no key, a
+// repeated or a malformed one, ErrNoPrincipal when it carries no
+// principal and cfg.SharedScope is off, and ErrNoEventSource for an ALB
+// request without a target group: the adapter would have refused such a
+// request before any claim.
 func KeyOfEvent(cfg *HTTPConfig, event any) (EventKey, error) {
 	var ev httpEvent
 	switch e := event.(type) {
@@ -88,8 +95,16 @@ func KeyOfEvent(cfg *HTTPConfig, event any) (EventKey, error) {
 		ev = (*urlEvent)(e)
 	case events.LambdaFunctionURLRequest:
 		ev = (*urlEvent)(&e)
+	case *events.ALBTargetGroupRequest:
+		ev = (*albEvent)(e)
+	case events.ALBTargetGroupRequest:
+		ev = (*albEvent)(&e)
 	default:
 		return EventKey{}, fmt.Errorf("dedupe: key of event: unsupported event type %T", event)
+	}
+	cfg, principal, err := albKeyRule(cfg, ev)
+	if err != nil {
+		return EventKey{}, fmt.Errorf("dedupe: key of event: %w", err)
 	}
 	// A throwaway core: newHTTPCore resolves cfg's defaults as the
 	// adapters do. Its guard, and so its store, is never called.
@@ -116,6 +131,11 @@ func KeyOfEvent(cfg *HTTPConfig, event any) (EventKey, error) {
 	}
 	out.ClientKey = key
 	out.Principal = c.principal(ev.raw())
+	if principal != nil {
+		if out.Principal, err = principal(); err != nil {
+			return out, fmt.Errorf("dedupe: key of event: %w", err)
+		}
+	}
 	if out.Principal == "" && !c.shared {
 		return out, fmt.Errorf("dedupe: key of event: %w", ErrNoPrincipal)
 	}

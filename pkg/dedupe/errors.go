@@ -119,7 +119,9 @@ var (
 	ErrInvalidRetention = errors.New("dedupe: retention below MinRetention")
 	// ErrNoEventSource reports a message or stream record without an event
 	// source ARN while the batch adapter scopes keys by source (the
-	// default): it is failed, not guessed into another source's scope.
+	// default), or an ALB request without a target group ARN: it is
+	// failed (the ALB adapter answers 500), not guessed into another
+	// source's scope.
 	ErrNoEventSource = errors.New("dedupe: message has no event source ARN")
 	// ErrBatchFailed is the error of SQSBatch, KinesisBatch and
 	// DynamoDBBatch when an item failed and their config's

@@ -317,7 +317,7 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 	_, err = dedupe.Handler(g, cfg, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		return events.ALBTargetGroupResponse{}, nil
 	})
-	refuse("ALB", err, "events of type events.ALBTargetGroupRequest cannot be scoped: an ALB request names no caller; call Guard.Do")
+	refuse("ALB", err, "events of type events.ALBTargetGroupRequest cannot be scoped: an ALB request names no caller Handler can trust; use the ALB adapter (dedupe.ALB)")
 	_, err = dedupe.Handler(g, cfg, func(context.Context, *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{}, nil
 	})

@@ -17,8 +17,8 @@ import (
 // no caller Handler could scope keys by, and what to use instead. (Edit
 // the advice here when an adapter for one of them exists.)
 var unscopedEvents = map[reflect.Type]string{
-	reflect.TypeFor[events.ALBTargetGroupRequest](): "an ALB request names no caller; " +
-		"call Guard.Do with a Call.Key that puts the caller your own authentication identified before the client's key",
+	reflect.TypeFor[events.ALBTargetGroupRequest](): "an ALB request names no caller Handler can trust; " +
+		"use the ALB adapter (dedupe.ALB), which scopes keys by target group and takes the caller from HTTPConfig.ALBAuth, Principal or SharedScope",
 	reflect.TypeFor[events.APIGatewayWebsocketProxyRequest](): "a WebSocket message is not a request Handler can scope; " +
 		"call Guard.Do with a Call.Key made of the route, the caller (requestContext.authorizer) and the client's key",
 	reflect.TypeFor[events.APIGatewayCustomAuthorizerRequestTypeRequest](): "an authorizer decides, it has no effect to guard; do not wrap it",

@@ -99,7 +99,7 @@ func hostileRows() []hostileRow {
 			{req: key(" order-42 "), status: 201, replayed: true, runs: 1, sameAs: 1, records: one},
 		}}},
 		{name: "quoted key with escapes and a comma is accepted", sc: scenario{steps: once(key(`"a\"b\\c,d"`))}},
-		{name: "repeated key header", sc: scenario{steps: []step{
+		{name: "repeated key header", sc: scenario{repeatedHeader: true, steps: []step{
 			refused(dedupe.ProblemKeyInvalid, 400, req.with(func(r *request) { r.keys = []string{"order-42", "order-42"} })),
 			refused(dedupe.ProblemKeyInvalid, 400, req.with(func(r *request) { r.keys = []string{"order-42", "order-43"} })),
 		}}},
@@ -195,6 +195,9 @@ func TestHostileInputs(t *testing.T) {
 					return
 				}
 				for _, a := range adapters {
+					if row.sc.repeatedHeader && a.lastHeaderWins {
+						continue // TestALBSingleValueKeepsLastHeader
+					}
 					t.Run(a.name, func(t *testing.T) { row.sc.run(t, b, a) })
 				}
 			})

@@ -19,22 +19,22 @@ import (
 // HTTPConfig.MaxBodyBytes is zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
 
-// HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL
-// and Middleware), which all share one implementation. The zero value (or
-// a nil *HTTPConfig) is valid for the Lambda adapters and means: POST,
-// PATCH, PUT and DELETE are guarded; a missing key lets the request
-// through unguarded; routes and principals are resolved as
-// DefaultPrincipal and the adapters document, and a guarded request with
-// no principal is refused (500) because SharedScope is off; no headers
-// are fingerprinted; bodies are limited to DefaultMaxBodyBytes;
-// DefaultKeep decides what is stored; events go to the guard's Logger.
-// Middleware needs
-// Principal or SharedScope.
+// HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL,
+// ALB and Middleware), which all share one implementation. The zero value
+// (or a nil *HTTPConfig) is valid for the API Gateway and Function URL
+// adapters and means: POST, PATCH, PUT and DELETE are guarded; a missing
+// key lets the request through unguarded; routes and principals are
+// resolved as DefaultPrincipal and the adapters document, and a guarded
+// request with no principal is refused (500) because SharedScope is off;
+// no headers are fingerprinted; bodies are limited to
+// DefaultMaxBodyBytes; DefaultKeep decides what is stored; events go to
+// the guard's Logger. Middleware needs Principal or SharedScope; ALB
+// needs ALBAuth, Principal or SharedScope.
 //
 // Functions that receive the request get the adapter's event: a
 // *events.APIGatewayV2HTTPRequest (HTTPAPI), *events.APIGatewayProxyRequest
-// (RESTAPI), *events.LambdaFunctionURLRequest (FunctionURL) or an
-// *http.Request (Middleware).
+// (RESTAPI), *events.LambdaFunctionURLRequest (FunctionURL),
+// *events.ALBTargetGroupRequest (ALB) or an *http.Request (Middleware).
 //
 // How one request is decided:
 //
@@ -148,6 +148,13 @@ type HTTPConfig struct {
 	// replayed, overriding Config.Retention for it; zero means the
 	// guard's. Nil means the guard's for every route.
 	Retention func(route string) time.Duration
+
+	// ALBAuth, for ALB only, says that the load balancer's listener
+	// authenticates users, and takes the caller from the user claims it
+	// signs, verified (see ALBAuth). Nil means it does not: set
+	// Principal or SharedScope then. The other adapters panic when it
+	// is set.
+	ALBAuth *ALBAuth
 }
 
 // DefaultKeep is the default HTTPConfig.Keep: every status below 500 is
@@ -226,12 +233,19 @@ type httpCore struct {
 	log        *slog.Logger
 	opts       httpOptions
 	typical    routeDurations
+
+	// identify, when set, resolves the caller instead of principal, and
+	// may refuse the request (ALB's verified user claims).
+	identify func(context.Context, httpEvent) (string, *refusal)
 }
 
 func newHTTPCore(g *Guard, cfg *HTTPConfig) *httpCore {
 	var c HTTPConfig
 	if cfg != nil {
 		c = *cfg
+	}
+	if c.ALBAuth != nil {
+		panic("dedupe: HTTPConfig.ALBAuth is for the ALB adapter only; remove it")
 	}
 	core := &httpCore{
 		g:          g,
@@ -302,7 +316,11 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	e := Event{Route: label}
 	// refuse answers a request the guard never saw, with its one event.
 	refuse := func(outcome, problem string, err error) (Result, bool, error) {
-		res := problemResult(problem, 0)
+		var retry time.Duration
+		if problem == ProblemStoreUnavailable {
+			retry = storeRetryAfter
+		}
+		res := problemResult(problem, retry)
 		e.Outcome, e.Status, e.Err = outcome, res.StatusCode, err
 		c.g.emit(ctx, e)
 		return res, true, nil
@@ -341,7 +359,10 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.FingerprintBody: %w", err))
 	}
 
-	principal := c.principal(ev.raw())
+	principal, no := c.identity(ctx, ev)
+	if no != nil {
+		return refuse(no.outcome, no.problem, no.err)
+	}
 	if principal == "" && !c.shared {
 		return refuse(OutcomeInvalidRequest, ProblemInternal, ErrNoPrincipal)
 	}
@@ -365,6 +386,14 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 		return out, gerr
 	})
 	return res, respond, err
+}
+
+// identity returns the caller of a guarded request, or why it is refused.
+func (c *httpCore) identity(ctx context.Context, ev httpEvent) (string, *refusal) {
+	if c.identify != nil {
+		return c.identify(ctx, ev)
+	}
+	return c.principal(ev.raw()), nil
 }
 
 // Errors of requests refused before the guard, for the log only.

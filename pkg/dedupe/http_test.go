@@ -190,13 +190,19 @@ type invoker func(ctx context.Context, r request) (wire, error)
 type adapter struct {
 	name string
 	wrap func(t testing.TB, g *dedupe.Guard, cfg *dedupe.HTTPConfig, h handlerFunc) invoker
+	// lastHeaderWins: the event keeps only the last of repeated
+	// headers (ALB without multi-value headers), so a repeated key
+	// cannot be seen (scenario.repeatedHeader).
+	lastHeaderWins bool
 }
 
 var adapters = []adapter{
-	{"HTTPAPI", wrapHTTPAPI},
-	{"RESTAPI", wrapRESTAPI},
-	{"FunctionURL", wrapFunctionURL},
-	{"Middleware", wrapMiddleware},
+	{name: "HTTPAPI", wrap: wrapHTTPAPI},
+	{name: "RESTAPI", wrap: wrapRESTAPI},
+	{name: "FunctionURL", wrap: wrapFunctionURL},
+	{name: "Middleware", wrap: wrapMiddleware},
+	{name: "ALB", wrap: wrapALB(false), lastHeaderWins: true},
+	{name: "ALB/multi-value", wrap: wrapALB(true)},
 }
 
 // fixture reads a testdata event into v.
@@ -521,6 +527,9 @@ type scenario struct {
 	faults  func(*faultyStore)
 	handler func(run int32, body []byte) (reply, error)
 	steps   []step
+	// repeatedHeader: the scenario sends a header twice, which an
+	// adapter with lastHeaderWins never sees.
+	repeatedHeader bool
 }
 
 // created is the default handler: 201 with a body naming the run.
@@ -746,8 +755,11 @@ func behaviours() []scenario {
 			invalid(`"abc`),
 			invalid(`"abc"def`),
 			invalid(`"a\b"`),
-			invalid(`"first"`, `"second"`),
 			{req: post(keyOf(255), body), status: 201, runs: 1},
+		}},
+		{name: "a repeated key header is 400", repeatedHeader: true, steps: []step{
+			invalid(`"first"`, `"second"`),
+			invalid("same", "same"),
 		}},
 		{name: "re-serialised JSON body is the same request", steps: []step{
 			{req: post("k", `{"b":[1,2,{"y":true,"x":null}],"a":"é"}`), status: 201, runs: 1},
@@ -949,6 +961,9 @@ func runBehaviours(t *testing.T, b backend) {
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
 			for _, sc := range behaviours() {
+				if sc.repeatedHeader && a.lastHeaderWins {
+					continue // TestALBSingleValueKeepsLastHeader
+				}
 				t.Run(sc.name, func(t *testing.T) { sc.run(t, b, a) })
 			}
 		})

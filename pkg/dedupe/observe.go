@@ -33,8 +33,10 @@ const (
 	// OutcomeInvalidKey: the key was malformed or repeated (400).
 	OutcomeInvalidKey = "invalid_key"
 	// OutcomeInvalidRequest: the request was refused before any claim:
-	// a body over the limit or unreadable (413, 400), or no principal
-	// while SharedScope is off (500).
+	// a body over the limit or unreadable (413, 400), no principal
+	// while SharedScope is off (500), or, with HTTPConfig.ALBAuth, user
+	// claims that could not be verified (401) or whose key could not be
+	// fetched (503).
 	OutcomeInvalidRequest = "invalid_request"
 	// OutcomeStoreError: the store failed on the claim (503, or 500 when
 	// permanent), or found the key completed but could not read its

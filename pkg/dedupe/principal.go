@@ -43,8 +43,11 @@ import (
 // from different authorizers never compare equal. DefaultPrincipal
 // returns "" when the request carries no identity at all (no authorizer,
 // an authorizer context that is empty, a Function URL with auth type
-// NONE), and always for other types, *http.Request included. The adapters
-// refuse such requests unless HTTPConfig.SharedScope is set.
+// NONE), and always for other types, *http.Request and
+// events.ALBTargetGroupRequest included (ALB has no authorizer, and its
+// x-amzn-oidc-* headers are anyone's to send unless verified: see
+// HTTPConfig.ALBAuth). The adapters refuse such requests unless
+// HTTPConfig.SharedScope is set.
 //
 // An authorizer whose context (or JWT) carries the caller's identity in a
 // field not named above must name it: set HTTPConfig.Principal to

@@ -39,15 +39,20 @@ const (
 	// replayed. The request is never processed again; use a new key only
 	// for a new request.
 	ProblemResultUnavailable = "tag:lambda-dedupe.github.io,2025:response-unavailable"
-	// ProblemStoreUnavailable (503): the idempotency store could not be
-	// reached, so the request was not processed; retry after Retry-After
-	// seconds.
+	// ProblemStoreUnavailable (503): the idempotency store, or what the
+	// adapter needs to tell the caller (the ALB's public key, see
+	// ALBAuth), could not be reached, so the request was not processed;
+	// retry after Retry-After seconds.
 	ProblemStoreUnavailable = "tag:lambda-dedupe.github.io,2025:store-unavailable"
 	// ProblemResultUnreadable (503): the request with this key was
 	// processed, but its stored response could not be read just now
 	// (ErrResultUnreadable); retry after Retry-After seconds to receive
 	// it. The request is never processed again.
 	ProblemResultUnreadable = "tag:lambda-dedupe.github.io,2026:response-unreadable"
+	// ProblemIdentityUnverified (401): the ALB user claims the request
+	// carries (x-amzn-oidc-data) could not be verified (HTTPConfig.
+	// ALBAuth); nothing was claimed or run.
+	ProblemIdentityUnverified = "tag:lambda-dedupe.github.io,2026:identity-unverified"
 	// ProblemInternal (500): the request was not processed because of a
 	// fault on the server's side that a retry will not cure by itself: a
 	// store error that is not transient, or no caller identity to scope
@@ -101,6 +106,9 @@ func problemFor(typ string) Problem {
 	case ProblemResultUnreadable:
 		return Problem{typ, "Original response cannot be read right now", http.StatusServiceUnavailable,
 			"The request with this key was processed, but its response could not be read just now. Retry after the number of seconds in Retry-After to receive it. It will not be processed again."}
+	case ProblemIdentityUnverified:
+		return Problem{typ, "Identity could not be verified", http.StatusUnauthorized,
+			"The request was not processed: the identity it carries could not be verified."}
 	case ProblemInternal:
 		return Problem{typ, "Internal error", http.StatusInternalServerError,
 			"The request was not processed because of an error on the server."}

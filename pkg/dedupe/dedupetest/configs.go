@@ -68,7 +68,7 @@ type StoreConfig struct {
 }
 
 // The adapters CheckConfigs draws.
-var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Do", "RunJSON"}
+var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "ALB", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Do", "RunJSON"}
 
 // The principal sources CheckConfigs draws for the HTTP adapters.
 var configPrincipals = []string{"jwt", "cognito", "iam", "lambda-id", "lambda-no-identity", "lambda-volatile", "none", "func"}
@@ -530,9 +530,11 @@ func (h *configHistory) identified() bool {
 	case "lambda-no-identity", "lambda-volatile", "none":
 		return false
 	case "jwt", "cognito", "lambda-id":
-		return h.adapter != "FunctionURL" && h.adapter != "Middleware"
+		// ALB: jwt and cognito are the listener's signed user claims
+		// (ALBAuth); lambda-id there is headers a client forged.
+		return h.adapter != "FunctionURL" && h.adapter != "Middleware" && (h.adapter != "ALB" || h.principal != "lambda-id")
 	case "iam":
-		return h.adapter != "Middleware"
+		return h.adapter != "Middleware" && h.adapter != "ALB"
 	}
 	return true // func
 }
@@ -868,6 +870,8 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 				return ev.Headers["x-tenant"]
 			case *events.LambdaFunctionURLRequest:
 				return ev.Headers["x-tenant"]
+			case *events.ALBTargetGroupRequest:
+				return ev.Headers["x-tenant"]
 			}
 			return ""
 		}
@@ -887,6 +891,13 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 		}()
 		dedupe.Middleware(svc.guard, cfg)
 		return
+	}
+	var albSign func(sub string) string
+	if h.adapter == "ALB" {
+		var ok bool
+		if albSign, ok = h.albRuleSet(cfg, svc); !ok {
+			return // refused at construction, as checked there
+		}
 	}
 	headers := map[string]string{"x-tenant": r.tenant, "content-type": "application/json"}
 	if h.keyFunc {
@@ -953,6 +964,8 @@ func (h *configHistory) sendHTTP(r request, id string, svc *configService) {
 			h.violate("%s: FunctionURL error %v", id, err)
 		}
 		status, respBody, replayed = resp.StatusCode, resp.Body, resp.Headers[dedupe.HeaderReplayed] == "true"
+	case "ALB":
+		status, respBody, replayed = h.sendALB(r, id, svc, cfg, headers, body, albSign)
 	case "Middleware":
 		mw := dedupe.Middleware(svc.guard, cfg)(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.WriteHeader(201)

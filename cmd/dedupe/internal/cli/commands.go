@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,6 +27,7 @@ type keyFlags struct {
 	api, route, principal, clientKey string
 	shared                           bool
 	event, eventType, keyHeader      string
+	albAuth                          string
 	set                              map[string]bool
 }
 
@@ -33,13 +35,14 @@ func (k *keyFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.storedKey, "stored-key", "", "the stored key itself, as show prints it (escaped), or raw (as -o json holds it)")
 	fs.StringVar(&k.prefix, "prefix", "", "the guard's prefix: the Lambda function's name (Config.Prefix; default $AWS_LAMBDA_FUNCTION_NAME)")
 	fs.BoolVar(&k.noPrefix, "no-prefix", false, "the guard has no prefix")
-	fs.StringVar(&k.api, "api", "", `deployment scope: "http:<api id>/<stage>", "rest:<api id>/<stage>" or "url:<domain>"`)
+	fs.StringVar(&k.api, "api", "", `deployment scope: "http:<api id>/<stage>", "rest:<api id>/<stage>", "url:<domain>" or "alb:<target group ARN>"`)
 	fs.StringVar(&k.route, "route", "", `route, e.g. "POST /payments"`)
 	fs.StringVar(&k.principal, "principal", "", `caller identity as DefaultPrincipal returns it, e.g. "jwt:<issuer>|<sub>"`)
 	fs.BoolVar(&k.shared, "shared", false, "no principal: the shared scope (HTTPConfig.SharedScope)")
 	fs.StringVar(&k.clientKey, "key", "", "the client's Idempotency-Key, as sent")
-	fs.StringVar(&k.event, "event", "", "a saved event JSON (HTTP API 2.0, REST API or Function URL); - reads stdin")
-	fs.StringVar(&k.eventType, "event-type", "", "http (payload 2.0), rest or url; default: detected")
+	fs.StringVar(&k.event, "event", "", "a saved event JSON (HTTP API 2.0, REST API, Function URL or ALB); - reads stdin")
+	fs.StringVar(&k.eventType, "event-type", "", "http (payload 2.0), rest, url or alb; default: detected")
+	fs.StringVar(&k.albAuth, "alb-auth", "", "ALB events: the load balancer ARN whose signed user claims name the caller (HTTPConfig.ALBAuth); the token is not verified")
 	fs.StringVar(&k.keyHeader, "key-header", "", "the header that carries the key (HTTPConfig.KeyHeader; default Idempotency-Key)")
 }
 
@@ -92,6 +95,12 @@ func (k *keyFlags) compute(env *Env) (keyInfo, error) {
 		var cfg dedupe.HTTPConfig
 		cfg.KeyHeader = k.keyHeader
 		cfg.SharedScope = k.shared
+		if k.albAuth != "" {
+			if _, ok := ev.(*events.ALBTargetGroupRequest); !ok {
+				return keyInfo{}, fail(ExitUsage, "--alb-auth applies to ALB events only")
+			}
+			cfg.ALBAuth = &dedupe.ALBAuth{LoadBalancerARN: k.albAuth, PublicKey: noKeys}
+		}
 		ek, err := dedupe.KeyOfEvent(&cfg, ev)
 		if err != nil {
 			return keyInfo{}, fail(ExitError, "%w", err)
@@ -123,6 +132,10 @@ func (k *keyFlags) compute(env *Env) (keyInfo, error) {
 	return info, nil
 }
 
+// noKeys is the key source of --alb-auth: KeyOfEvent never verifies a
+// token, so no key is ever fetched.
+func noKeys(context.Context, string) (*ecdsa.PublicKey, error) { return nil, nil }
+
 // readEvent reads and decodes --event.
 func (k *keyFlags) readEvent(env *Env) (any, error) {
 	var data []byte
@@ -144,12 +157,17 @@ func (k *keyFlags) readEvent(env *Env) (any, error) {
 			RequestContext struct {
 				APIID      string `json:"apiId"`
 				DomainName string `json:"domainName"`
+				ELB        *struct {
+					TargetGroupArn string `json:"targetGroupArn"`
+				} `json:"elb"`
 			} `json:"requestContext"`
 		}
 		if err := json.Unmarshal(data, &probe); err != nil {
 			return nil, fail(ExitError, "--event: %w", err)
 		}
 		switch {
+		case probe.RequestContext.ELB != nil: // ALB events also have httpMethod
+			typ = "alb"
 		case probe.HTTPMethod != "":
 			typ = "rest"
 		case strings.Contains(probe.RequestContext.DomainName, ".lambda-url."):
@@ -157,7 +175,7 @@ func (k *keyFlags) readEvent(env *Env) (any, error) {
 		case probe.RequestContext.APIID != "":
 			typ = "http"
 		default:
-			return nil, fail(ExitUsage, "--event: cannot tell the event's type; set --event-type http, rest or url")
+			return nil, fail(ExitUsage, "--event: cannot tell the event's type; set --event-type http, rest, url or alb")
 		}
 	}
 	var ev any
@@ -171,8 +189,11 @@ func (k *keyFlags) readEvent(env *Env) (any, error) {
 	case "url":
 		var e events.LambdaFunctionURLRequest
 		err, ev = json.Unmarshal(data, &e), &e
+	case "alb":
+		var e events.ALBTargetGroupRequest
+		err, ev = json.Unmarshal(data, &e), &e
 	default:
-		return nil, fail(ExitUsage, "--event-type %q: want http, rest or url", typ)
+		return nil, fail(ExitUsage, "--event-type %q: want http, rest, url or alb", typ)
 	}
 	if err != nil {
 		return nil, fail(ExitError, "--event: %w", err)
