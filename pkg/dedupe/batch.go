@@ -160,7 +160,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 		if it.source == "" {
 			return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: %w (set ShareSources to key across sources)", it.id, ErrNoEventSource))
 		}
-		key = SourceKey(it.source, it.key)
+		key = sourceKey(it.source, it.key)
 	}
 	o.KeyRef = KeyRef(b.g.Key(key))
 	payload, err := it.payload()
@@ -169,7 +169,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 	}
 	ran := false
 	var fnErr error
-	out, err := b.g.Run(ctx, key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
+	out, err := b.g.Do(ctx, Call{Key: key, Fingerprint: Fingerprint(payload)}, func(ctx context.Context) (Result, error) {
 		ran = true
 		fnErr = fn(ctx)
 		return Result{}, fnErr
@@ -178,7 +178,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 	switch {
 	case fnErr != nil:
 		// fn's own error fails the item, whatever it wraps: a nested
-		// RunJSON's ErrNotStored is fn's failure, not the guard's.
+		// Once's ErrNotStored is fn's failure, not the guard's.
 		o.Status, o.Err = ItemFailed, fnErr
 	case err == nil && out.Replayed:
 		o.Status = ItemDuplicate
@@ -363,11 +363,11 @@ func isFIFO(arn string) bool { return strings.HasSuffix(arn, ".fifo") }
 // carries none.
 func fifoGroup(m events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
 
-// SourceKey returns the key the batch adapters (SQSBatch, KinesisBatch,
+// sourceKey returns the key the batch adapters (SQSBatch, KinesisBatch,
 // DynamoDBBatch) claim for a message key from the event source ARN
 // source, before the guard's prefix (see Guard.Key): "src:", the ARN's
 // length, ":", the ARN, "#" and the key, so that no ARN and key pair can
 // spell another's. With ShareSources the key is claimed as it is.
-func SourceKey(source, key string) string {
+func sourceKey(source, key string) string {
 	return "src:" + strconv.Itoa(len(source)) + ":" + source + "#" + key
 }

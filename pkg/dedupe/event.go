@@ -7,42 +7,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// RunJSON runs fn at most once for key and returns its value, or the value
-// of the first run to a duplicate. It suits event handlers (SQS,
-// EventBridge, SNS): payload is the event's JSON (an SQS body, an
-// EventBridge detail), fingerprinted in its CanonicalJSON form (raw when
-// it is not JSON), and the value is stored JSON-encoded and decoded again
-// for a replay, so T must survive encoding/json.
-//
-// On a fresh run RunJSON returns fn's own value. The error is nil when the
-// value was stored or replayed. When fn ran but its value could not be
-// recorded (ErrNotStored, ErrResultTooLarge), could not be encoded
-// (ErrResultUnencodable: the run is recorded without it and never
-// repeated), or ran without a claim (ErrRanUnguarded), the value is valid
-// and the error says so. fn's own
-// errors come back after the key was released, so a redelivery runs
-// again. A *ConflictError (in progress, or the same key with a different
-// payload), ErrResultOmitted (the first value was too large to keep; fn
-// is never run again) and store failures return the zero T.
-//
-// Do gives the same answer in one value that also tells a replay from a
-// fresh run.
-//
-// For an EventBridge event the ID is the natural key:
-//
-//	v, err := dedupe.RunJSON(ctx, g, ev.ID, ev.Detail, process)
-func RunJSON[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	a, err := Do(ctx, g, key, payload, fn)
-	if err != nil {
-		return a.Value, err
-	}
-	return a.Value, a.Warning
-}
-
-// SQSKeyAttribute is the message attribute SQSBatch reads the idempotency
-// key from by default.
-const SQSKeyAttribute = "Idempotency-Key"
-
 // SQSConfig configures SQSBatch. The zero value (or a nil *SQSConfig) is
 // valid: keys come from the Idempotency-Key string attribute, else the
 // message ID, scoped by the queue's ARN; the body is fingerprinted;

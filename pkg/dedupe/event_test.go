@@ -15,12 +15,22 @@ import (
 	"github.com/lambda-dedupe/dedupe/pkg/memstore"
 )
 
+// runJSON returns Once's value, and its error or else its warning: the
+// answer these tests compare.
+func runJSON[T any](ctx context.Context, g *dedupe.Guard, key string, payload []byte, fn func(context.Context) (T, error)) (T, error) {
+	a, err := dedupe.Once(ctx, g, key, payload, fn)
+	if err != nil {
+		return a.Value, err
+	}
+	return a.Value, a.Warning
+}
+
 type receipt struct {
 	ID     string `json:"id"`
 	Amount int64  `json:"amount"`
 }
 
-func TestRunJSON(t *testing.T) {
+func TestOnceValue(t *testing.T) {
 	ctx := context.Background()
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
@@ -49,7 +59,7 @@ func TestRunJSON(t *testing.T) {
 		{"non-JSON payload hashed raw", "evt-3", `amount=1`, charge, receipt{"pay_1", 1250}, nil, 4},
 	}
 	for _, tt := range tests {
-		got, err := dedupe.RunJSON(ctx, g, tt.key, []byte(tt.payload), tt.fn)
+		got, err := runJSON(ctx, g, tt.key, []byte(tt.payload), tt.fn)
 		switch {
 		case tt.name == "error releases the key":
 			if err == nil || runs != tt.runs {
@@ -63,19 +73,19 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
-// TestRunJSONUnencodable checks issue 9, case 9: once fn succeeded, a
+// TestOnceUnencodable checks issue 9, case 9: once fn succeeded, a
 // value that cannot be encoded is recorded as a run without a result, and
 // the side effect never runs again.
-func TestRunJSONUnencodable(t *testing.T) {
+func TestOnceUnencodable(t *testing.T) {
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
 	fn := func(context.Context) (float64, error) { runs++; return math.NaN(), nil }
-	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err := runJSON(context.Background(), g, "k", nil, fn)
 	if !errors.Is(err, dedupe.ErrResultUnencodable) || !math.IsNaN(v) {
-		t.Fatalf("first RunJSON = %v, %v; want NaN and ErrResultUnencodable", v, err)
+		t.Fatalf("first Once = %v, %v; want NaN and ErrResultUnencodable", v, err)
 	}
 	for range 2 {
-		if _, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+		if _, err := runJSON(context.Background(), g, "k", nil, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
 			t.Errorf("retry: err = %v, want ErrResultOmitted", err)
 		}
 	}
@@ -84,16 +94,16 @@ func TestRunJSONUnencodable(t *testing.T) {
 	}
 }
 
-func TestRunJSONUnrecorded(t *testing.T) {
+func TestOnceUnrecorded(t *testing.T) {
 	fs := &faultyStore{Store: memstore.New(), omitOver: 5}
 	g := dedupe.New(fs, nil)
 	runs := 0
 	fn := func(context.Context) (string, error) { runs++; return "a long value", nil }
-	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err := runJSON(context.Background(), g, "k", nil, fn)
 	if v != "a long value" || !errors.Is(err, dedupe.ErrResultTooLarge) {
 		t.Errorf("fresh run = %q, %v; want the value and ErrResultTooLarge", v, err)
 	}
-	v, err = dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err = runJSON(context.Background(), g, "k", nil, fn)
 	if v != "" || !errors.Is(err, dedupe.ErrResultOmitted) || runs != 1 {
 		t.Errorf("duplicate = %q, %v after %d runs; want ErrResultOmitted after 1", v, err, runs)
 	}

@@ -11,7 +11,7 @@ import (
 
 // A guard around any Lambda work: the first delivery of a message runs,
 // a redelivery gets the stored result back.
-func ExampleGuard_Run() {
+func ExampleGuard_Do() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "orders-consumer"})
 	ship := func(ctx context.Context) (dedupe.Result, error) {
 		fmt.Println("shipping order 42")
@@ -19,7 +19,7 @@ func ExampleGuard_Run() {
 	}
 
 	for range 2 { // the queue delivers the message twice
-		out, err := g.Run(context.Background(), "msg-7f3a", "sha256-of-body", ship)
+		out, err := g.Do(context.Background(), dedupe.Call{Key: "msg-7f3a", Fingerprint: "sha256-of-body"}, ship)
 		if err != nil {
 			fmt.Println("error:", err)
 			continue
@@ -36,11 +36,11 @@ func ExampleGuard_Run() {
 func ExampleConflictError() {
 	g := dedupe.New(memstore.New(), nil)
 	ctx := context.Background()
-	g.Run(ctx, "key-1", "fingerprint-A", func(context.Context) (dedupe.Result, error) {
+	g.Do(ctx, dedupe.Call{Key: "key-1", Fingerprint: "fingerprint-A"}, func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{Body: []byte("ok")}, nil
 	})
 
-	_, err := g.Run(ctx, "key-1", "fingerprint-B", func(context.Context) (dedupe.Result, error) {
+	_, err := g.Do(ctx, dedupe.Call{Key: "key-1", Fingerprint: "fingerprint-B"}, func(context.Context) (dedupe.Result, error) {
 		panic("never runs")
 	})
 	var conflict *dedupe.ConflictError

@@ -98,28 +98,6 @@ func ExampleMiddleware() {
 	// 201 "order 1\n" replayed="true"
 }
 
-// Guard an EventBridge or SQS handler: the event's ID is the key, its
-// payload the fingerprint, and a redelivery gets the first result.
-func ExampleRunJSON() {
-	g := dedupe.New(memstore.New(), nil)
-	type Shipment struct {
-		Tracking string `json:"tracking"`
-	}
-	ship := func(ctx context.Context) (Shipment, error) {
-		fmt.Println("shipping")
-		return Shipment{Tracking: "1Z999"}, nil
-	}
-	ev := events.EventBridgeEvent{ID: "7bf73129-1428-4cd3-a780-95db273d1602", Detail: []byte(`{"orderId":"ord_1001"}`)}
-	for range 2 {
-		s, err := dedupe.RunJSON(context.Background(), g, ev.ID, ev.Detail, ship)
-		fmt.Println(s.Tracking, err)
-	}
-	// Output:
-	// shipping
-	// 1Z999 <nil>
-	// 1Z999 <nil>
-}
-
 // Process an SQS batch exactly once per message. A failed message fails
 // the whole batch (ErrBatchFailed), which is safe whether or not the event
 // source mapping reports batch item failures: SQS delivers every message

@@ -38,31 +38,12 @@ func ExampleClaimFrom() {
 		return p.charge(c.DownstreamKey(), 1250), nil
 	}
 	ctx := context.Background()
-	a, _ := dedupe.Do(ctx, g, "order-42", nil, charge)
-	b, _ := dedupe.Do(ctx, g, "order-42", nil, charge)
+	a, _ := dedupe.Once(ctx, g, "order-42", nil, charge)
+	b, _ := dedupe.Once(ctx, g, "order-42", nil, charge)
 	fmt.Println(a.Value, a.Replayed, b.Value, b.Replayed)
 	// Output:
 	// charged 1250
 	// ch_1 false ch_1 true
-}
-
-// Do tells a replay from a fresh run and folds the errors after which the
-// value is still valid into Warning.
-func ExampleDo() {
-	g := dedupe.New(memstore.New(), nil)
-	ctx := context.Background()
-	detail := json.RawMessage(`{"orderId":"ord_1","amount":1250}`)
-	for range 2 {
-		a, err := dedupe.Do(ctx, g, "evt-1", detail, func(context.Context) (string, error) { return "shipped", nil })
-		if err != nil {
-			fmt.Println("redeliver:", err)
-			continue
-		}
-		fmt.Println(a.Value, "replayed:", a.Replayed, "recorded:", a.Recorded, "warning:", a.Warning)
-	}
-	// Output:
-	// shipped replayed: false recorded: true warning: <nil>
-	// shipped replayed: true recorded: true warning: <nil>
 }
 
 func ExampleJSONFields() {
@@ -167,12 +148,12 @@ func ExampleDynamoDBBatch() {
 
 // An EventBridge consumer keys by the event's ID, which EventBridge keeps
 // across its retries, and fingerprints the detail.
-func ExampleDo_eventBridge() {
+func ExampleOnce_eventBridge() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "invoices"})
 	ev := events.EventBridgeEvent{ID: "7bf73129-1428-4cd3-a780-95db273d1602", DetailType: "OrderPlaced",
 		Source: "shop.orders", Detail: json.RawMessage(`{"orderId":"ord_1","total":1250}`)}
 	handle := func(ctx context.Context, ev events.EventBridgeEvent) error {
-		a, err := dedupe.Do(ctx, g, ev.ID, ev.Detail, func(context.Context) (string, error) {
+		a, err := dedupe.Once(ctx, g, ev.ID, ev.Detail, func(context.Context) (string, error) {
 			return "inv_1", nil
 		})
 		if err != nil {
@@ -235,7 +216,7 @@ func ExampleConfig_heartbeat() {
 		NewTicker:    func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} },
 		Now:          func() time.Time { return now },
 	})
-	out, err := g.Run(context.Background(), "report-2026-11", "", func(ctx context.Context) (dedupe.Result, error) {
+	out, err := g.Do(context.Background(), dedupe.Call{Key: "report-2026-11", Fingerprint: ""}, func(ctx context.Context) (dedupe.Result, error) {
 		c, _ := dedupe.ClaimFrom(ctx)
 		fmt.Println("lease at claim ends", c.LeaseUntil.Format(time.TimeOnly))
 		now = now.Add(25 * time.Second)
@@ -257,10 +238,10 @@ func ExampleConfig_minHold() {
 	withdraw := func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{}, fmt.Errorf("bank: %w", context.DeadlineExceeded)
 	}
-	_, err := g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "withdrawal-7", Fingerprint: "fp"}, withdraw)
 	fmt.Println(err)
 	now = now.Add(5 * time.Minute)
-	_, err = g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	_, err = g.Do(context.Background(), dedupe.Call{Key: "withdrawal-7", Fingerprint: "fp"}, withdraw)
 	var conflict *dedupe.ConflictError
 	if errors.As(err, &conflict) {
 		fmt.Println(errors.Is(err, dedupe.ErrInProgress), "retry after", conflict.RetryAfter(now))

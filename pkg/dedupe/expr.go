@@ -19,26 +19,6 @@ import (
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 )
 
-// Errors of expressions over events. (They belong with the sentinels of
-// errors.go; they are here while that file is edited elsewhere.)
-var (
-	// ErrNoKey reports an event from which a key or scope expression
-	// selected nothing usable as a key (see Expr.Key): null, an empty
-	// string, a boolean, an object, an empty list, a number that is not
-	// a whole number, a value computed from a missing one
-	// (to_string(orderId) of an event without orderId), or an error in
-	// evaluating it (powertools_json on text that is not JSON). Such an
-	// event is refused; it never runs unguarded and never shares a key.
-	ErrNoKey = errors.New("dedupe: expression selected no usable key from the event")
-
-	// ErrNoFingerprint reports an event from which a fingerprint
-	// expression selected no information (see Expr.Payload: only nulls
-	// and empty lists or objects, or a value computed from a missing
-	// one), a number it cannot compare exactly, or failed. Such an event
-	// is refused.
-	ErrNoFingerprint = errors.New("dedupe: expression selected nothing to fingerprint from the event")
-)
-
 // maxDecodedBytes bounds what powertools_base64_gzip inflates, so that a
 // small event cannot expand without limit: 6 MiB, Lambda's largest
 // synchronous payload.

@@ -197,11 +197,6 @@ func checkExprs(key, fp, scope *Expr) error {
 	return nil
 }
 
-// ProblemKeyUnusable (400) is the problem Handler answers an HTTP request
-// with when its key, scope or fingerprint expression selects nothing
-// usable from it (ErrNoKey, ErrNoFingerprint).
-const ProblemKeyUnusable = "tag:lambda-dedupe.github.io,2026:idempotency-key-unusable"
-
 // problemOr returns the refusal err as Out when Out is an API Gateway or
 // Function URL response: the problem response the HTTP adapters answer
 // for it, with a nil error. For any other Out it returns err.

@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-// DefaultMaxBodyBytes is the request body limit of the HTTP adapters when
-// HTTPConfig.MaxBodyBytes is zero: 1 MiB.
-const DefaultMaxBodyBytes = 1 << 20
-
 // HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL
 // and Middleware), which all share one implementation. The zero value (or
 // a nil *HTTPConfig) is valid for the Lambda adapters and means: POST,

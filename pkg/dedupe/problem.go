@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// ProblemContentType is the media type of the adapters' error responses
-// (RFC 9457).
-const ProblemContentType = "application/problem+json"
-
 // Problem types: the "type" member of the problem details the HTTP adapters
 // answer with, one per distinct situation, so a client can branch on them.
 // They are tag URIs (RFC 4151), which RFC 9457 suggests for types that are
 // identifiers rather than documentation links.
+//
+// ProblemContentType is their media type.
 const (
+	// ProblemContentType is the media type of the adapters' error
+	// responses (RFC 9457).
+	ProblemContentType = "application/problem+json"
+
 	// ProblemKeyMissing (400): the route requires an Idempotency-Key and
 	// the request has none.
 	ProblemKeyMissing = "tag:lambda-dedupe.github.io,2025:idempotency-key-missing"
@@ -54,6 +56,10 @@ const (
 	// the key by (HTTPConfig.SharedScope off). The details are logged,
 	// never sent.
 	ProblemInternal = "tag:lambda-dedupe.github.io,2026:internal-error"
+	// ProblemKeyUnusable (400) is the problem Handler answers an HTTP
+	// request with when its key, scope or fingerprint expression selects
+	// nothing usable from it (ErrNoKey, ErrNoFingerprint).
+	ProblemKeyUnusable = "tag:lambda-dedupe.github.io,2026:idempotency-key-unusable"
 )
 
 // storeRetryAfter is the Retry-After of a 503 answer: long enough for a

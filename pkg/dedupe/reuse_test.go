@@ -76,12 +76,10 @@ func testClaimFrom(t *testing.T, b backend) {
 		seen = nil
 	}
 
-	g.Run(ctx, "run-1", "fp", func(ctx context.Context) (dedupe.Result, error) { check(ctx); return dedupe.Result{}, nil })
-	wantKeys("Guard.Run", g.Key("run-1"))
-	dedupe.Do(ctx, g, "do-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
-	wantKeys("Do", g.Key("do-1"))
-	dedupe.RunJSON(ctx, g, "json-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
-	wantKeys("RunJSON", g.Key("json-1"))
+	g.Do(ctx, dedupe.Call{Key: "run-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) { check(ctx); return dedupe.Result{}, nil })
+	wantKeys("Guard.Do", g.Key("run-1"))
+	dedupe.Once(ctx, g, "do-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
+	wantKeys("Once", g.Key("do-1"))
 
 	var sqs events.SQSEvent
 	fixture(t, "sqs-event.json", &sqs)
@@ -311,35 +309,35 @@ func testDoAnswers(t *testing.T, b backend) {
 	g, fs, _ := newReuseGuard(t, b)
 	one := func(context.Context) (int, error) { return 42, nil }
 
-	a, err := dedupe.Do(ctx, g, "k1", []byte(`{"a":1}`), one)
+	a, err := dedupe.Once(ctx, g, "k1", []byte(`{"a":1}`), one)
 	if err != nil || a.Value != 42 || a.Replayed || !a.Recorded || a.Warning != nil {
 		t.Errorf("fresh: got %+v, %v; want 42, not replayed, recorded", a, err)
 	}
-	a, err = dedupe.Do(ctx, g, "k1", []byte(`{"a":1}`), func(context.Context) (int, error) { panic("never runs") })
+	a, err = dedupe.Once(ctx, g, "k1", []byte(`{"a":1}`), func(context.Context) (int, error) { panic("never runs") })
 	if err != nil || a.Value != 42 || !a.Replayed || !a.Recorded {
 		t.Errorf("replay: got %+v, %v; want 42, replayed, recorded", a, err)
 	}
-	if _, err = dedupe.Do(ctx, g, "k1", []byte(`{"a":2}`), one); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+	if _, err = dedupe.Once(ctx, g, "k1", []byte(`{"a":2}`), one); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
 		t.Errorf("other payload: err = %v, want ErrFingerprintMismatch", err)
 	}
 
 	fs.completeErr = fmt.Errorf("timeout: %w", dedupe.ErrStoreUnavailable)
-	a, err = dedupe.Do(ctx, g, "k2", nil, one)
+	a, err = dedupe.Once(ctx, g, "k2", nil, one)
 	fs.completeErr = nil
 	if err != nil || a.Value != 42 || a.Replayed || a.Recorded || !errors.Is(a.Warning, dedupe.ErrNotStored) {
 		t.Errorf("not stored: got %+v, %v; want 42, not recorded, Warning ErrNotStored", a, err)
 	}
 
-	f, err := dedupe.Do(ctx, g, "k3", nil, func(context.Context) (float64, error) { return nanValue(), nil })
+	f, err := dedupe.Once(ctx, g, "k3", nil, func(context.Context) (float64, error) { return nanValue(), nil })
 	if err != nil || !f.Recorded || !errors.Is(f.Warning, dedupe.ErrResultUnencodable) {
 		t.Errorf("unencodable: got %+v, %v; want recorded with Warning ErrResultUnencodable", f, err)
 	}
-	if _, err = dedupe.Do(ctx, g, "k3", nil, func(context.Context) (float64, error) { panic("never runs") }); !errors.Is(err, dedupe.ErrResultOmitted) {
+	if _, err = dedupe.Once(ctx, g, "k3", nil, func(context.Context) (float64, error) { panic("never runs") }); !errors.Is(err, dedupe.ErrResultOmitted) {
 		t.Errorf("after unencodable: err = %v, want ErrResultOmitted", err)
 	}
 
 	boom := errors.New("boom")
-	if _, err = dedupe.Do(ctx, g, "k4", nil, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err = dedupe.Once(ctx, g, "k4", nil, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Errorf("fn error: err = %v, want it", err)
 	}
 }

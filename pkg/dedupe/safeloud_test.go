@@ -82,8 +82,8 @@ func TestTwoServicesNeverShareAnswers(t *testing.T) {
 	a := dedupe.New(store, &dedupe.Config{Prefix: "svc-a"})
 	b := dedupe.New(store, &dedupe.Config{Prefix: "svc-b"})
 	runs := 0
-	a.Run(context.Background(), "order-1", "fp", counter(&runs, "a"))
-	out, err := b.Run(context.Background(), "order-1", "fp", counter(&runs, "b"))
+	a.Do(context.Background(), dedupe.Call{Key: "order-1", Fingerprint: "fp"}, counter(&runs, "a"))
+	out, err := b.Do(context.Background(), dedupe.Call{Key: "order-1", Fingerprint: "fp"}, counter(&runs, "b"))
 	if err != nil || out.Replayed || string(out.Result.Body) != "b" {
 		t.Errorf("service b got %q replayed=%v (%v), want its own run", out.Result.Body, out.Replayed, err)
 	}
@@ -151,7 +151,7 @@ func TestBatchItemErrorIsItsFailure(t *testing.T) {
 		t.Run(sentinel.Error(), func(t *testing.T) {
 			g := dedupe.New(memstore.New(), nil)
 			msg := events.SQSMessage{MessageId: "m1", Body: `{}`, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}
-			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested RunJSON: %w", sentinel) }
+			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested Once: %w", sentinel) }
 			var outcomes []dedupe.ItemOutcome
 			resp, err := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg}}, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)
 			if len(resp.BatchItemFailures) != 1 || outcomes[0].Status != dedupe.ItemFailed || !errors.Is(err, dedupe.ErrBatchFailed) {
@@ -174,7 +174,7 @@ func TestFailOpenCarriesTheKey(t *testing.T) {
 	g := dedupe.New(fs, &dedupe.Config{FailOpen: true})
 	keys := map[string]string{}
 	for _, k := range []string{"order-A", "order-B"} {
-		_, err := g.Run(context.Background(), k, "fp", func(ctx context.Context) (dedupe.Result, error) {
+		_, err := g.Do(context.Background(), dedupe.Call{Key: k, Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, ok := dedupe.ClaimFrom(ctx)
 			if !ok || !c.Unguarded || c.Key != g.Key(k) {
 				t.Errorf("fail-open claim = %+v, %v; want Unguarded with key %q", c, ok, g.Key(k))
@@ -273,7 +273,7 @@ func TestDownstreamKeyPerLife(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Now: clk.Now, DefaultLease: time.Minute, Retention: time.Hour})
 	keyOf := func(err error) string {
 		var dk string
-		g.Run(context.Background(), "pay-1", "fp", func(ctx context.Context) (dedupe.Result, error) {
+		g.Do(context.Background(), dedupe.Call{Key: "pay-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, _ := dedupe.ClaimFrom(ctx)
 			dk = c.DownstreamKey()
 			return dedupe.Result{}, err
@@ -285,7 +285,7 @@ func TestDownstreamKeyPerLife(t *testing.T) {
 	var first string
 	func() {
 		defer func() { recover() }()
-		g.Run(context.Background(), "pay-1", "fp", func(ctx context.Context) (dedupe.Result, error) {
+		g.Do(context.Background(), dedupe.Call{Key: "pay-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, _ := dedupe.ClaimFrom(ctx)
 			first = c.DownstreamKey()
 			clk.Advance(2 * time.Minute) // the lease runs out while it runs

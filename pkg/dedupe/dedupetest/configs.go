@@ -68,7 +68,7 @@ type StoreConfig struct {
 }
 
 // The adapters CheckConfigs draws.
-var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Do", "RunJSON"}
+var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Once"}
 
 // The principal sources CheckConfigs draws for the HTTP adapters.
 var configPrincipals = []string{"jwt", "cognito", "iam", "lambda-id", "lambda-no-identity", "lambda-volatile", "none", "func"}
@@ -514,7 +514,7 @@ func (r request) payload() string {
 // "anon" when its principal source carries no identity and the adapter
 // lets anonymous callers share a scope.
 func (h *configHistory) scopeTenant(tenant string) string {
-	if h.isBatch() || h.adapter == "Do" || h.adapter == "RunJSON" {
+	if h.isBatch() || h.adapter == "Once" {
 		return "-"
 	}
 	if !h.identified() {
@@ -547,7 +547,7 @@ func (h *configHistory) identity(r request) string {
 	if h.isBatch() && h.shareSrc {
 		stage = "*"
 	}
-	if h.adapter == "Do" || h.adapter == "RunJSON" || h.adapter == "Middleware" {
+	if h.adapter == "Once" || h.adapter == "Middleware" {
 		stage = "-" // no stage in the scope: a server is one deployment per Prefix
 	}
 	return fmt.Sprintf("%s|%s|%s|%s|life%d", h.services[r.svc].name, stage, h.scopeTenant(r.tenant), r.key, h.epoch)
@@ -755,20 +755,12 @@ func (h *configHistory) send(r request) {
 	svc := h.services[r.svc]
 	ctx := context.Background()
 	switch h.adapter {
-	case "Do", "RunJSON":
+	case "Once":
 		h.reach()
 		payload := []byte(r.payload())
 		fn := func(ctx context.Context) (string, error) { return h.charge(ctx, id, r.variant), nil }
-		var v string
-		var err error
-		replayed := false
-		if h.adapter == "Do" {
-			var a dedupe.Answer[string]
-			a, err = dedupe.Do(ctx, svc.guard, r.key, payload, fn)
-			v, replayed = a.Value, a.Replayed
-		} else {
-			v, err = dedupe.RunJSON(ctx, svc.guard, r.key, payload, fn)
-		}
+		a, err := dedupe.Once(ctx, svc.guard, r.key, payload, fn)
+		v, replayed := a.Value, a.Replayed
 		if r.variant && (replayed || errors.Is(err, dedupe.ErrResultUnreadable) || errors.Is(err, dedupe.ErrResultOmitted)) && !h.variantBound(id) {
 			h.violate("%s: another request under its key got %v (replayed %v); want ErrFingerprintMismatch", id, err, replayed)
 		}
@@ -797,7 +789,7 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 	onItem := func(o dedupe.ItemOutcome) { status = o.Status }
 	work := func(ctx context.Context) error {
 		if nestedFail {
-			return fmt.Errorf("nested RunJSON: %w", dedupe.ErrNotStored)
+			return fmt.Errorf("nested Once: %w", dedupe.ErrNotStored)
 		}
 		h.charge(ctx, id, r.variant)
 		return nil
