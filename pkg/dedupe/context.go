@@ -10,7 +10,7 @@ import (
 
 // Claim describes the claim a guarded function runs under. The guard puts
 // it in the function's context (see ClaimFrom) in every entry point: Guard.Do,
-// Once, Handler, SQSBatch, KinesisBatch, DynamoDBBatch and the HTTP
+// Once, Handler, SQS, Kinesis, DynamoDBStream and the HTTP
 // adapters.
 type Claim struct {
 	// Key is the key the store holds, in Guard.Key form: the guard's

@@ -121,8 +121,8 @@ var (
 	// source ARN while the batch adapter scopes keys by source (the
 	// default): it is failed, not guessed into another source's scope.
 	ErrNoEventSource = errors.New("dedupe: message has no event source ARN")
-	// ErrBatchFailed is the error of SQSBatch, KinesisBatch and
-	// DynamoDBBatch when an item failed and their config's
+	// ErrBatchFailed is the error of SQS, Kinesis and
+	// DynamoDBStream when an item failed and their config's
 	// ReportBatchItemFailures is not set: the handler returns it, Lambda
 	// fails the whole batch, and every item is delivered again (those
 	// processed are duplicates then, and do not run again), whether or not

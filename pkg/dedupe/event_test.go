@@ -124,7 +124,7 @@ func failedIDs(r events.SQSEventResponse, err error) []string {
 		ids = append(ids, f.ItemIdentifier)
 	}
 	if (len(ids) > 0) != errors.Is(err, dedupe.ErrBatchFailed) {
-		panic(fmt.Sprintf("SQSBatch reported failures %v with error %v: want ErrBatchFailed exactly when an item failed", ids, err))
+		panic(fmt.Sprintf("SQS reported failures %v with error %v: want ErrBatchFailed exactly when an item failed", ids, err))
 	}
 	return ids
 }
@@ -138,17 +138,17 @@ func TestSQSBatch(t *testing.T) {
 		g := dedupe.New(memstore.New(), nil)
 		var seen []string
 		fn := func(_ context.Context, m events.SQSMessage) error { seen = append(seen, m.MessageId); return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil {
 			t.Errorf("failures = %v, want none", got)
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil {
 			t.Errorf("redelivery failures = %v, want none", got)
 		}
 		// The producer sent message 1 again: new message ID, same key.
 		again := sqsFixture(t)
 		again.Records[0].MessageId = "9d0c7b2e-resent"
 		again.Records[1].MessageId = "4e5f6a7b-resent"
-		dedupe.SQSBatch(ctx, g, again, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, again)
 		if want := []string{id1, id2, "4e5f6a7b-resent"}; !slices.Equal(seen, want) {
 			t.Errorf("processed %v, want %v", seen, want)
 		}
@@ -164,10 +164,10 @@ func TestSQSBatch(t *testing.T) {
 			}
 			return nil
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1}) {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); !slices.Equal(got, []string{id1}) {
 			t.Errorf("failures = %v, want [%s]", got, id1)
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil || calls != 3 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil || calls != 3 {
 			t.Errorf("retry: failures = %v after %d calls, want none after 3", got, calls)
 		}
 	})
@@ -180,11 +180,11 @@ func TestSQSBatch(t *testing.T) {
 		fn := func(ctx context.Context, m events.SQSMessage) error {
 			if m.MessageId == id1 && !nested {
 				nested = true
-				inner, innerErr = dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+				inner, innerErr = dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(ctx, ev)
 			}
 			return nil
 		}
-		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, ev)
 		if got := failedIDs(inner, innerErr); !slices.Equal(got, []string{id1}) {
 			t.Errorf("concurrent delivery failures = %v, want [%s]", got, id1)
 		}
@@ -193,10 +193,10 @@ func TestSQSBatch(t *testing.T) {
 	t.Run("same key with another body fails", func(t *testing.T) {
 		g := dedupe.New(memstore.New(), nil)
 		fn := func(context.Context, events.SQSMessage) error { return nil }
-		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, ev)
 		changed := sqsFixture(t)
 		changed.Records[0].Body = `{"orderId":"ord_1001","amount":1,"currency":"EUR"}`
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, changed, nil, fn)); !slices.Equal(got, []string{id1}) {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, changed)); !slices.Equal(got, []string{id1}) {
 			t.Errorf("failures = %v, want [%s]", got, id1)
 		}
 	})
@@ -209,7 +209,7 @@ func TestSQSBatch(t *testing.T) {
 		}
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return errors.New("nope") }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, fifo, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 1 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, fifo)); !slices.Equal(got, []string{id1, id2}) || calls != 1 {
 			t.Errorf("failures = %v after %d calls, want [%s %s] after 1", got, calls, id1, id2)
 		}
 	})
@@ -218,7 +218,7 @@ func TestSQSBatch(t *testing.T) {
 		g := dedupe.New(&faultyStore{Store: memstore.New(), claimErr: errStoreDown}, nil)
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 0 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); !slices.Equal(got, []string{id1, id2}) || calls != 0 {
 			t.Errorf("failures = %v after %d calls, want both after 0", got, calls)
 		}
 	})
@@ -233,7 +233,7 @@ func TestSQSBatch(t *testing.T) {
 		}}
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)); !slices.Equal(got, []string{id2}) || calls != 1 {
+		if got := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, ev)); !slices.Equal(got, []string{id2}) || calls != 1 {
 			t.Errorf("failures = %v after %d calls, want [%s] after 1", got, calls, id2)
 		}
 	})
@@ -254,22 +254,19 @@ func TestBatchFailsWhole(t *testing.T) {
 		}{
 			{"SQS", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: secret, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}}}
-				resp, err := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.SQSMessage) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.SQS(g, &dedupe.SQSConfig{ReportBatchItemFailures: report}, func(context.Context, events.SQSMessage) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 			{"Kinesis", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: secret, EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s",
 					Kinesis: events.KinesisRecord{SequenceNumber: "1", Data: []byte(secret)}}}}
-				resp, err := dedupe.KinesisBatch(context.Background(), g, ev, &dedupe.KinesisConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.KinesisEventRecord) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.Kinesis(g, &dedupe.KinesisConfig{ReportBatchItemFailures: report}, func(context.Context, events.KinesisEventRecord) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 			{"DynamoDB", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: secret, EventSourceArn: "arn:aws:dynamodb:eu-west-1:1:table/t/stream/x",
 					Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}}
-				resp, err := dedupe.DynamoDBBatch(context.Background(), g, ev, &dedupe.DynamoDBConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.DynamoDBEventRecord) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.DynamoDBStream(g, &dedupe.DynamoDBStreamConfig{ReportBatchItemFailures: report}, func(context.Context, events.DynamoDBEventRecord) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 		} {

@@ -102,18 +102,16 @@ func ExampleMiddleware() {
 // the whole batch (ErrBatchFailed), which is safe whether or not the event
 // source mapping reports batch item failures: SQS delivers every message
 // again, and the one already processed is a duplicate then.
-func ExampleSQSBatch() {
+func ExampleSQS() {
 	g := dedupe.New(memstore.New(), nil)
 	down := true
-	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return dedupe.SQSBatch(ctx, g, ev, nil, func(ctx context.Context, m events.SQSMessage) error {
-			if down && m.MessageId == "m-2" {
-				return errors.New("warehouse unavailable")
-			}
-			fmt.Println("processing", m.Body)
-			return nil
-		})
-	}
+	handler := dedupe.SQS(g, nil, func(ctx context.Context, m events.SQSMessage) error {
+		if down && m.MessageId == "m-2" {
+			return errors.New("warehouse unavailable")
+		}
+		fmt.Println("processing", m.Body)
+		return nil
+	}) // lambda.Start(handler)
 	arn := "arn:aws:sqs:eu-west-1:123456789012:orders"
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
@@ -142,12 +140,12 @@ func ExampleSQSConfig_reportBatchItemFailures() {
 		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
 		{MessageId: "m-2", EventSourceARN: arn, Body: `{"orderId":"ord_1002"}`},
 	}}
-	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(_ context.Context, m events.SQSMessage) error {
+	resp, err := dedupe.SQS(g, cfg, func(_ context.Context, m events.SQSMessage) error {
 		if m.MessageId == "m-2" {
 			return errors.New("warehouse unavailable")
 		}
 		return nil
-	})
+	})(context.Background(), ev)
 	fmt.Println(resp.BatchItemFailures[0].ItemIdentifier, err)
 	// Output:
 	// m-2 <nil>

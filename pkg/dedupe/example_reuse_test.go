@@ -78,10 +78,10 @@ func ExampleSQSConfig_businessKey() {
 		{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:00"}`},
 		{MessageId: "m-2", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:07"}`},
 	}}
-	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(context.Context, events.SQSMessage) error {
+	resp, err := dedupe.SQS(g, cfg, func(context.Context, events.SQSMessage) error {
 		fmt.Println("shipping ord_1")
 		return nil
-	})
+	})(context.Background(), ev)
 	fmt.Println("failures:", len(resp.BatchItemFailures), err)
 	// Output:
 	// shipping ord_1
@@ -96,7 +96,7 @@ func ExampleSQSConfig_businessKey() {
 // records processed before a retry are duplicates then. (Without
 // ReportBatchItemFailures, the failure fails the whole batch, which is
 // retried from its first record.)
-func ExampleKinesisBatch() {
+func ExampleKinesis() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "clicks"})
 	rec := func(seq, data string) events.KinesisEventRecord {
 		return events.KinesisEventRecord{EventID: "shardId-0:" + seq, EventSourceArn: "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks",
@@ -111,11 +111,11 @@ func ExampleKinesisBatch() {
 		fmt.Println("processed", string(r.Kinesis.Data))
 		return nil
 	}
-	cfg := &dedupe.KinesisConfig{ReportBatchItemFailures: true}
-	resp, _ := dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
+	handler := dedupe.Kinesis(g, &dedupe.KinesisConfig{ReportBatchItemFailures: true}, process) // lambda.Start(handler)
+	resp, _ := handler(context.Background(), ev)
 	fmt.Println("retry from", resp.BatchItemFailures[0].ItemIdentifier)
 	down = false
-	resp, _ = dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
+	resp, _ = handler(context.Background(), ev)
 	fmt.Println("failures:", len(resp.BatchItemFailures))
 	// Output:
 	// processed {"n":1}
@@ -126,18 +126,19 @@ func ExampleKinesisBatch() {
 }
 
 // A DynamoDB Streams consumer reacts to each change once.
-func ExampleDynamoDBBatch() {
+func ExampleDynamoDBStream() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "order-events"})
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{
 		EventID: "c81e728d", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000",
 		Change: events.DynamoDBStreamRecord{SequenceNumber: "100",
 			NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("order#1")}},
 	}}}
+	handler := dedupe.DynamoDBStream(g, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
+		fmt.Println("notify", r.Change.NewImage["pk"].String())
+		return nil
+	}) // lambda.Start(handler)
 	for range 2 { // the stream delivers the record twice
-		_, err := dedupe.DynamoDBBatch(context.Background(), g, ev, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
-			fmt.Println("notify", r.Change.NewImage["pk"].String())
-			return nil
-		})
+		_, err := handler(context.Background(), ev)
 		fmt.Println("error:", err)
 	}
 	// Output:
@@ -174,7 +175,7 @@ func ExampleHTTPConfig_key() {
 	g := dedupe.New(memstore.New(), nil)
 	cfg := &dedupe.HTTPConfig{
 		KeyHeader: "X-Request-Id",
-		FingerprintBody: func(_ any, body []byte) ([]byte, error) {
+		Fingerprint: func(_ any, body []byte) ([]byte, error) {
 			return dedupe.WithoutJSONFields(body, "clientTime")
 		},
 	}

@@ -131,14 +131,14 @@ type HTTPConfig struct {
 	// the request is refused with 400. Nil means the KeyHeader header.
 	Key func(req any) string
 
-	// FingerprintBody returns what of the body enters the fingerprint
+	// Fingerprint returns what of the body enters the fingerprint
 	// (CanonicalJSON when it is JSON), e.g. JSONFields(body, "amount",
 	// "currency") to validate only the fields that identify the request,
 	// or WithoutJSONFields(body, "sentAt"). An error refuses the request
 	// with 400 (ProblemBodyUnreadable) before anything is claimed. Nil
 	// means the whole body. Method, route, path parameters, query and
 	// FingerprintHeaders enter the fingerprint whatever it returns.
-	FingerprintBody func(req any, body []byte) ([]byte, error)
+	Fingerprint func(req any, body []byte) ([]byte, error)
 
 	// Retention returns how long a completed request on route is
 	// replayed, overriding Config.Retention for it; zero means the
@@ -334,7 +334,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	fpBody, err := c.opts.fingerprintBody(ev.raw(), body)
 	if err != nil {
-		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.FingerprintBody: %w", err))
+		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.Fingerprint: %w", err))
 	}
 
 	principal := c.principal(ev.raw())

@@ -9,7 +9,7 @@ import (
 )
 
 // Names on the wire: the headers of the HTTP adapters, and the message
-// attribute of SQSBatch.
+// attribute of SQS.
 const (
 	// HeaderIdempotencyKey is the request header carrying the client's
 	// idempotency key (draft-ietf-httpapi-idempotency-key-header).
@@ -19,7 +19,7 @@ const (
 	// Stripe does, so a client can tell a replay from a first answer.
 	HeaderReplayed = "Idempotent-Replayed"
 
-	// SQSKeyAttribute is the message attribute SQSBatch reads the
+	// SQSKeyAttribute is the message attribute SQS reads the
 	// idempotency key from by default.
 	SQSKeyAttribute = "Idempotency-Key"
 )

@@ -153,12 +153,11 @@ func TestBatchItemErrorIsItsFailure(t *testing.T) {
 			msg := events.SQSMessage{MessageId: "m1", Body: `{}`, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}
 			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested Once: %w", sentinel) }
 			var outcomes []dedupe.ItemOutcome
-			resp, err := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg}}, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)
+			resp, err := dedupe.SQS(g, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}})
 			if len(resp.BatchItemFailures) != 1 || outcomes[0].Status != dedupe.ItemFailed || !errors.Is(err, dedupe.ErrBatchFailed) {
 				t.Errorf("failures = %v, outcome %+v, %v; want m1 failed, and the batch", resp.BatchItemFailures, outcomes, err)
 			}
-			k, _ := dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
-				func(context.Context, events.KinesisEventRecord) error { return fmt.Errorf("x: %w", sentinel) })
+			k, _ := dedupe.Kinesis(g, nil, func(context.Context, events.KinesisEventRecord) error { return fmt.Errorf("x: %w", sentinel) })(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}})
 			if len(k.BatchItemFailures) != 1 {
 				t.Errorf("Kinesis failures = %v, want the record", k.BatchItemFailures)
 			}
@@ -219,7 +218,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 			g := dedupe.New(memstore.New(), nil)
 			runs := 0
 			ev := events.SQSEvent{Records: []events.SQSMessage{msg("arn:aws:sqs:eu-west-1:1:a"), msg("arn:aws:sqs:eu-west-1:1:b")}}
-			resp, _ := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })
+			resp, _ := dedupe.SQS(g, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })(context.Background(), ev)
 			if runs != tt.runs || len(resp.BatchItemFailures) != tt.failures {
 				t.Errorf("runs = %d, failures %v; want %d runs, %d failures", runs, resp.BatchItemFailures, tt.runs, tt.failures)
 			}
@@ -227,22 +226,20 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 	}
 	var evs []dedupe.Event
 	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
-	resp, _ := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg("")}}, nil, func(context.Context, events.SQSMessage) error { return nil })
+	resp, _ := dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("")}})
 	if len(resp.BatchItemFailures) != 1 || len(evs) != 1 || !errors.Is(evs[0].Err, dedupe.ErrNoEventSource) {
 		t.Errorf("message without a source: failures %v, events %+v; want it failed with one ErrNoEventSource event", resp.BatchItemFailures, evs)
 	}
 	for _, arn := range []string{"arn:aws:kinesis:eu-west-1:1:stream/a", "arn:aws:kinesis:eu-west-1:1:stream/b"} {
 		runs := 0
-		dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "shard-1:1", EventSourceArn: arn, Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
-			func(context.Context, events.KinesisEventRecord) error { runs++; return nil })
+		dedupe.Kinesis(g, nil, func(context.Context, events.KinesisEventRecord) error { runs++; return nil })(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "shard-1:1", EventSourceArn: arn, Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}})
 		if runs != 1 {
 			t.Errorf("Kinesis stream %s: runs = %d, want 1 (its own scope)", arn, runs)
 		}
 	}
 	for _, arn := range []string{"arn:aws:dynamodb:eu-west-1:1:table/a/stream/x", "arn:aws:dynamodb:eu-west-1:1:table/b/stream/x"} {
 		runs := 0
-		dedupe.DynamoDBBatch(context.Background(), g, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "e1", EventSourceArn: arn, Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}}, nil,
-			func(context.Context, events.DynamoDBEventRecord) error { runs++; return nil })
+		dedupe.DynamoDBStream(g, nil, func(context.Context, events.DynamoDBEventRecord) error { runs++; return nil })(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "e1", EventSourceArn: arn, Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}})
 		if runs != 1 {
 			t.Errorf("DynamoDB stream %s: runs = %d, want 1 (its own scope)", arn, runs)
 		}
@@ -253,7 +250,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 func TestFingerprintBodyRefusalLogsOneEvent(t *testing.T) {
 	var evs []dedupe.Event
 	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
-	h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{FingerprintBody: func(_ any, b []byte) ([]byte, error) { return dedupe.JSONFields(b, "amount") }},
+	h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{Fingerprint: func(_ any, b []byte) ([]byte, error) { return dedupe.JSONFields(b, "amount") }},
 		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
 		})

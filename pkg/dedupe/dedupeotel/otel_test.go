@@ -354,7 +354,7 @@ func TestBatchSpanPerMessage(t *testing.T) {
 	for i := range ev.Records {
 		ev.Records[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 	}
-	resp, _ := dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+	resp, _ := dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(ctx, ev)
 	invocation.End()
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp)

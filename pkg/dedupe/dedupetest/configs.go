@@ -68,7 +68,7 @@ type StoreConfig struct {
 }
 
 // The adapters CheckConfigs draws.
-var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Once"}
+var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "Middleware", "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream", "Once"}
 
 // The principal sources CheckConfigs draws for the HTTP adapters.
 var configPrincipals = []string{"jwt", "cognito", "iam", "lambda-id", "lambda-no-identity", "lambda-volatile", "none", "func"}
@@ -538,7 +538,11 @@ func (h *configHistory) identified() bool {
 }
 
 func (h *configHistory) isBatch() bool {
-	return strings.HasSuffix(h.adapter, "Batch") || h.adapter == "SQSBatch-FIFO"
+	switch h.adapter {
+	case "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream":
+		return true
+	}
+	return false
 }
 
 // identity names a request's scope and life.
@@ -769,7 +773,7 @@ func (h *configHistory) send(r request) {
 		} else if err == nil {
 			h.violate("%s: no value and no error", id)
 		}
-	case "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch":
+	case "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream":
 		h.sendBatch(r, id, svc)
 	default:
 		h.sendHTTP(r, id, svc)
@@ -796,8 +800,8 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 	}
 	h.reach()
 	switch h.adapter {
-	case "SQSBatch", "SQSBatch-FIFO":
-		if h.adapter == "SQSBatch-FIFO" {
+	case "SQS", "SQS-FIFO":
+		if h.adapter == "SQS-FIFO" {
 			arn += ".fifo"
 		}
 		key := r.key
@@ -809,17 +813,15 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 				return strings.TrimSuffix(strings.TrimPrefix(m.Body, `{"order":"`), `"}`)
 			}
 		}
-		dedupe.SQSBatch(ctx, svc.guard, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg, func(ctx context.Context, _ events.SQSMessage) error { return work(ctx) })
-	case "KinesisBatch":
+		dedupe.SQS(svc.guard, cfg, func(ctx context.Context, _ events.SQSMessage) error { return work(ctx) })(ctx, events.SQSEvent{Records: []events.SQSMessage{m}})
+	case "Kinesis":
 		rec := events.KinesisEventRecord{EventID: r.key, EventSourceArn: strings.Replace(arn, ":sqs:", ":kinesis:", 1),
 			Kinesis: events.KinesisRecord{SequenceNumber: fmt.Sprint(h.rng.Uint64()), Data: []byte(body)}}
-		dedupe.KinesisBatch(ctx, svc.guard, events.KinesisEvent{Records: []events.KinesisEventRecord{rec}},
-			&dedupe.KinesisConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.KinesisEventRecord) error { return work(ctx) })
-	case "DynamoDBBatch":
+		dedupe.Kinesis(svc.guard, &dedupe.KinesisConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.KinesisEventRecord) error { return work(ctx) })(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{rec}})
+	case "DynamoDBStream":
 		rec := events.DynamoDBEventRecord{EventID: r.key, EventName: "INSERT", EventSourceArn: strings.Replace(arn, ":sqs:", ":dynamodb:", 1),
 			Change: events.DynamoDBStreamRecord{SequenceNumber: fmt.Sprint(h.rng.Uint64())}}
-		dedupe.DynamoDBBatch(ctx, svc.guard, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}},
-			&dedupe.DynamoDBConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.DynamoDBEventRecord) error { return work(ctx) })
+		dedupe.DynamoDBStream(svc.guard, &dedupe.DynamoDBStreamConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.DynamoDBEventRecord) error { return work(ctx) })(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
 	}
 	h.mu.Lock()
 	done := h.work[id]
