@@ -135,7 +135,7 @@ var (
 	ErrRouteUnknown = errors.New("dedupe: Middleware cannot tell the route (r.Pattern is empty): set HTTPConfig.Route")
 
 	// ErrNoKey reports an event from which a key or scope expression
-	// selected nothing usable as a key (see Expr.Key): null, an empty
+	// selected nothing usable as a key (see HandlerConfig.Key): null, an empty
 	// string, a boolean, an object, an empty list, a number that is not
 	// a whole number, a value computed from a missing one
 	// (to_string(orderId) of an event without orderId), or an error in
@@ -144,7 +144,7 @@ var (
 	ErrNoKey = errors.New("dedupe: expression selected no usable key from the event")
 
 	// ErrNoFingerprint reports an event from which a fingerprint
-	// expression selected no information (see Expr.Payload: only nulls
+	// expression selected no information (see HandlerConfig.Fingerprint: only nulls
 	// and empty lists or objects, or a value computed from a missing
 	// one), a number it cannot compare exactly, or failed. Such an event
 	// is refused.

@@ -7,3 +7,9 @@ var (
 	TraceFrom     = traceFrom
 	SourceKey     = sourceKey
 )
+
+// The expressions of Handler, compiled as Handler compiles them.
+var (
+	CompileExpr     = compileExpr
+	MustCompileExpr = mustCompileExpr
+)

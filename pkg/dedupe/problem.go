@@ -56,10 +56,6 @@ const (
 	// the key by (HTTPConfig.SharedScope off). The details are logged,
 	// never sent.
 	ProblemInternal = "tag:lambda-dedupe.github.io,2026:internal-error"
-	// ProblemKeyUnusable (400) is the problem Handler answers an HTTP
-	// request with when its key, scope or fingerprint expression selects
-	// nothing usable from it (ErrNoKey, ErrNoFingerprint).
-	ProblemKeyUnusable = "tag:lambda-dedupe.github.io,2026:idempotency-key-unusable"
 )
 
 // storeRetryAfter is the Retry-After of a 503 answer: long enough for a

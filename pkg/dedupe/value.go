@@ -73,16 +73,18 @@ type Answer[T any] struct {
 // Handler is Once for a whole Lambda handler, selecting key and payload
 // from the event.
 func Once[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
-	return onceKeep(ctx, g, key, payload, nil, fn)
+	return onceKeep(ctx, g, Call{Key: key}, payload, nil, fn)
 }
 
-// onceKeep is Once with a keep rule: a value keep rejects is returned
-// and not stored, the key released so that a retry runs again (Handler
-// applies the HTTP adapters' rule to HTTP responses). Nil keeps all.
-func onceKeep[T any](ctx context.Context, g *Guard, key string, payload []byte, keep func(T) bool, fn func(context.Context) (T, error)) (Answer[T], error) {
+// onceKeep is Once for call (its Key and Retention; the fingerprint is
+// payload's) with a keep rule: a value keep rejects is returned and not
+// stored, the key released so that a retry runs again
+// (HandlerConfig.Keep). Nil keeps all.
+func onceKeep[T any](ctx context.Context, g *Guard, call Call, payload []byte, keep func(T) bool, fn func(context.Context) (T, error)) (Answer[T], error) {
 	var a Answer[T]
 	ran, kept := false, true
-	call := Call{Key: key, Fingerprint: Fingerprint(payload)}
+	key := call.Key
+	call.Fingerprint = Fingerprint(payload)
 	if keep != nil {
 		call.Keep = func(Result) bool { return kept }
 	}
