@@ -166,7 +166,9 @@ func ExampleHandlerConfig() {
 func ExampleHandler_refused() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "orders"})
 	_, err := dedupe.Handler(g, &dedupe.HandlerConfig[events.SQSEventResponse]{Key: "Records[0].messageId", Scope: "'orders'"},
-		func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) { return events.SQSEventResponse{}, nil })
+		func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			return events.SQSEventResponse{}, nil
+		})
 	fmt.Println(err)
 	// Output:
 	// dedupe: Handler: events of type events.SQSEvent have an entry point of their own: a batch's messages are guarded one by one: use dedupe.SQS

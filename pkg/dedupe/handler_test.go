@@ -41,7 +41,10 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 		want string
 	}{
 		{"no key", func() error { _, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{}, eb); return err }, "HandlerConfig.Key is empty"},
-		{"bad key", func() error { _, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "detail.["}, eb); return err }, "HandlerConfig.Key"},
+		{"bad key", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "detail.["}, eb)
+			return err
+		}, "HandlerConfig.Key"},
 		{"unknown function", func() error {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "powertools_jsn(body).id"}, eb)
 			return err
@@ -54,7 +57,10 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Scope: "nope("}, custom)
 			return err
 		}, "HandlerConfig.Scope"},
-		{"custom event without scope", func() error { _, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, custom); return err }, "HandlerConfig.Scope is empty and events of type dedupe_test.order have no default scope"},
+		{"custom event without scope", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, custom)
+			return err
+		}, "HandlerConfig.Scope is empty and events of type dedupe_test.order have no default scope"},
 		{"nil config", func() error { _, err := dedupe.Handler[events.EventBridgeEvent, chargeReceipt](g, nil, eb); return err }, "the HandlerConfig is nil"},
 		{"short retention", func() error {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: time.Second}, eb)
@@ -64,7 +70,10 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: -time.Hour}, eb)
 			return err
 		}, "HandlerConfig.Retention is -1h0m0s"},
-		{"nil guard", func() error { _, err := dedupe.Handler(nil, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, eb); return err }, "nil Guard"},
+		{"nil guard", func() error {
+			_, err := dedupe.Handler(nil, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, eb)
+			return err
+		}, "nil Guard"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.make(); err == nil || !strings.Contains(err.Error(), tt.want) {
