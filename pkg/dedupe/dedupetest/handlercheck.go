@@ -182,6 +182,7 @@ type hcRequest struct {
 	mode     string // what the handler does: "ok", "fail", "panic", "error"
 	status   int    // the status of an HTTP result
 	ran      bool
+	hooked   bool // HandlerConfig.OnReplay was called
 	describe string
 }
 
@@ -276,7 +277,7 @@ func (h *hcHistory) build() bool {
 	clock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	h.guard = dedupe.New(h.store, &dedupe.Config{Prefix: fmt.Sprint("handlers-", h.seed), Now: func() time.Time { return clock },
 		Logger: slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	cfg := hcConfig{Key: h.key.src, Fingerprint: h.fp.src}
+	cfg := hcConfig{Key: h.key.src, Fingerprint: h.fp.src, Retention: []time.Duration{0, 2 * time.Hour}[h.rng.IntN(2)]}
 	if h.custom() && !h.noScope {
 		cfg.Scope = h.scope.src
 	}
@@ -304,7 +305,10 @@ func (h *hcHistory) build() bool {
 }
 
 // hcConfig is the drawn part of a HandlerConfig, whatever its Out.
-type hcConfig struct{ Key, Fingerprint, Scope string }
+type hcConfig struct {
+	Key, Fingerprint, Scope string
+	Retention               time.Duration
+}
 
 // construct builds the handler for the drawn types.
 func (h *hcHistory) construct(cfg hcConfig) error {
@@ -357,7 +361,8 @@ func withOut[In any](h *hcHistory, cfg hcConfig) error {
 
 // build makes the handler and keeps a sender for it.
 func build[In, Out any](h *hcHistory, cfg hcConfig, result func(seen string, r *hcRequest) Out) error {
-	c := &dedupe.HandlerConfig[Out]{Key: cfg.Key, Fingerprint: cfg.Fingerprint, Scope: cfg.Scope}
+	c := &dedupe.HandlerConfig[Out]{Key: cfg.Key, Fingerprint: cfg.Fingerprint, Scope: cfg.Scope, Retention: cfg.Retention,
+		OnReplay: func(context.Context, *Out) { h.cur.hooked = true }}
 	if keep, ok := any(func(r events.APIGatewayV2HTTPResponse) bool { return dedupe.DefaultKeep(r.StatusCode) }).(func(Out) bool); ok {
 		c.Keep = keep // the HTTP adapters' rule: a 5xx, 408, 425 or 429 releases the key
 	}
@@ -764,6 +769,9 @@ func (h *hcHistory) check(out []byte, outVal any, err error) {
 	if st == nil {
 		st = &hcIdentity{}
 		h.states[id] = st
+	}
+	if r.hooked != (!r.ran && err == nil && r.refusal == nil && refusedAs == nil) {
+		h.violate("%s: OnReplay called %v, want it called exactly for a replay (ran %v, err %v)", r.describe, r.hooked, r.ran, err)
 	}
 	if r.ran {
 		h.counts.runs++
