@@ -141,7 +141,7 @@ func Check(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "apicompat: comparing %d packages with the API of %s (%s)\n", len(o.Packages), version, rel(o.Dir, dir))
+	fmt.Fprintf(o.Out, "apicompat: comparing %s with the API of %s (%s)\n", packages(len(o.Packages)), version, rel(o.Dir, dir))
 	current := map[string]bool{}
 	var broken []string
 	for _, pkg := range o.Packages {
@@ -184,15 +184,23 @@ func Check(ctx context.Context, o Options) error {
 	}
 	want := breakingBump(version)
 	if next != "" && breaking(version, next) {
-		fmt.Fprintf(o.Out, "apicompat: ok: %d incompatible packages, allowed by the changelog's Unreleased (%s), a breaking bump over %s\n", len(broken), next, version)
+		fmt.Fprintf(o.Out, "apicompat: ok: incompatible changes in %s, allowed by the changelog's Unreleased (%s), a breaking bump over %s\n", packages(len(broken)), next, version)
 		return nil
 	}
 	why := "the changelog's Unreleased heading names no version"
 	if next != "" {
 		why = fmt.Sprintf("the changelog's Unreleased names %s, which is not a breaking bump over %s", next, version)
 	}
-	return fmt.Errorf("%w in %d packages against %s: %s; list them under Unreleased and name the version that ships them, \"## [Unreleased] (%s)\" (docs/versioning.md, \"The API check\")",
-		ErrIncompatible, len(broken), version, why, want)
+	return fmt.Errorf("%w in %s against %s: %s; list them under Unreleased and name the version that ships them, \"## [Unreleased] (%s)\" (docs/versioning.md, \"The API check\")",
+		ErrIncompatible, packages(len(broken)), version, why, want)
+}
+
+// packages returns "1 package" or "n packages".
+func packages(n int) string {
+	if n == 1 {
+		return "1 package"
+	}
+	return fmt.Sprintf("%d packages", n)
 }
 
 // breaking reports whether next is a breaking bump over last: a new
