@@ -49,7 +49,10 @@ type HandlerConfig[Out any] struct {
 	// Retention is how long a completed run is replayed, overriding
 	// Config.Retention for this handler, as Powertools'
 	// expires_after_seconds. Zero means the guard's; Handler refuses a
-	// value below MinRetention (negative included).
+	// value below MinRetention (negative included). A store that keeps
+	// large results elsewhere must keep them as long (dynamostore's
+	// LargeResults: the bucket's lifecycle, docs/large-responses.md),
+	// else a duplicate after the lifecycle gets ErrResultOmitted.
 	Retention time.Duration
 
 	// Keep reports whether a result is stored and replayed. A result it

@@ -585,7 +585,14 @@ func TestHandlerReplaysExactly(t *testing.T) {
 // returns nor the guard's log lines quote an event value (issue 30).
 func TestHandlerLogsNoEventValues(t *testing.T) {
 	var logs strings.Builder
-	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	// The time is dropped: its digits ("...101737...") could spell a secret.
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime}))})
 	type payment struct {
 		Tenant string            `json:"tenant"`
 		ID     any               `json:"id"`
@@ -672,4 +679,69 @@ func TestHandlerRefusesEmptySelections(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHandlerOptionsCompose checks HandlerConfig's Keep, Retention and
+// OnReplay with the guard's cache, FailOpen and a store that cannot keep
+// the result: OnReplay fires exactly for answers h did not compute, a
+// rejected result is never cached, and an unguarded run is no replay.
+func TestHandlerOptionsCompose(t *testing.T) {
+	ctx := context.Background()
+	type counts struct{ runs, replays int }
+	build := func(t *testing.T, g *dedupe.Guard, keep func(int) bool) (func(context.Context, order) (int, error), *counts) {
+		c := &counts{}
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[int]{Key: "id", Scope: "tenant", Retention: 2 * time.Hour, Keep: keep,
+			OnReplay: func(_ context.Context, v *int) { c.replays++ }},
+			func(context.Context, order) (int, error) { c.runs++; return 1000 * c.runs, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, c
+	}
+	t.Run("cache", func(t *testing.T) {
+		store := &countingStore{Store: memstore.New()}
+		g := dedupe.New(store, &dedupe.Config{Prefix: "t", Logger: discardLogger(), Cache: dedupe.NewCache(0, 0)})
+		h, c := build(t, g, nil)
+		for range 3 {
+			if v, err := h(ctx, order{"acme", "o-1", 1}); v != 1000 || err != nil {
+				t.Fatalf("got %d, %v; want the first run's 1000", v, err)
+			}
+		}
+		if c.runs != 1 || c.replays != 2 {
+			t.Errorf("%d runs, %d replays; want 1 and 2 (the cache's replays too)", c.runs, c.replays)
+		}
+	})
+	t.Run("keep rejects, cache on", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger(), Cache: dedupe.NewCache(0, 0)})
+		h, c := build(t, g, func(v int) bool { return v > 1000 })
+		for _, want := range []int{1000, 2000, 2000} {
+			if v, err := h(ctx, order{"acme", "o-1", 1}); v != want || err != nil {
+				t.Errorf("got %d, %v; want %d", v, err, want)
+			}
+		}
+		if c.runs != 2 || c.replays != 1 {
+			t.Errorf("%d runs, %d replays; want the rejected first run repeated once, then a replay", c.runs, c.replays)
+		}
+	})
+	t.Run("fail open", func(t *testing.T) {
+		fs := &faultyStore{Store: memstore.New(), claimErr: fmt.Errorf("test: %w", dedupe.ErrStoreUnavailable)}
+		g := dedupe.New(fs, &dedupe.Config{Prefix: "t", Logger: discardLogger(), FailOpen: true})
+		h, c := build(t, g, func(int) bool { return false })
+		for range 2 {
+			if _, err := h(ctx, order{"acme", "o-1", 1}); err != nil {
+				t.Errorf("unguarded run: %v, want its value and no error", err)
+			}
+		}
+		if c.runs != 2 || c.replays != 0 {
+			t.Errorf("%d runs, %d replays; want 2 unguarded runs and no replay", c.runs, c.replays)
+		}
+	})
+	t.Run("result not kept by the store", func(t *testing.T) {
+		g := dedupe.New(&faultyStore{Store: memstore.New(), omitOver: 1}, &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+		h, c := build(t, g, nil)
+		h(ctx, order{"acme", "o-1", 1})
+		if _, err := h(ctx, order{"acme", "o-1", 1}); !errors.Is(err, dedupe.ErrResultOmitted) || c.replays != 0 || c.runs != 1 {
+			t.Errorf("duplicate: %v after %d runs, %d replays; want ErrResultOmitted, no OnReplay", err, c.runs, c.replays)
+		}
+	})
 }
