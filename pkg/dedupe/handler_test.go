@@ -159,6 +159,10 @@ func TestHandlerRefusesAdaptedEvents(t *testing.T) {
 	type alias = events.APIGatewayV2HTTPRequest
 	type defined events.APIGatewayProxyRequest
 	type definedBatch events.SQSEvent
+	type embeddedBatch struct {
+		*events.KinesisEvent
+		Note string
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -175,6 +179,7 @@ func TestHandlerRefusesAdaptedEvents(t *testing.T) {
 		{"SQS", svcHandler(g, func(context.Context, events.SQSEvent) (string, error) { return "", nil }), "use dedupe.SQS"},
 		{"SQS defined type", svcHandler(g, func(context.Context, *definedBatch) (string, error) { return "", nil }), "use dedupe.SQS"},
 		{"Kinesis", svcHandler(g, func(context.Context, events.KinesisEvent) (string, error) { return "", nil }), "use dedupe.Kinesis"},
+		{"Kinesis embedded", svcHandler(g, func(context.Context, embeddedBatch) (string, error) { return "", nil }), "embed events.KinesisEvent, which has an entry point of its own: a batch's records are guarded one by one: use dedupe.Kinesis"},
 		{"DynamoDB Streams", svcHandler(g, func(context.Context, *events.DynamoDBEvent) (string, error) { return "", nil }), "use dedupe.DynamoDBStream"},
 		{"Kafka", svcHandler(g, func(context.Context, events.KafkaEvent) (string, error) { return "", nil }), "guard each record with dedupe.Once"},
 	}
@@ -281,7 +286,7 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 	err = svcHandler(g, func(context.Context, embeddedPtr) (string, error) { return "", nil })
 	refuse("embedded pointer", err, "field inner.RequestContext")
 	err = svcHandler(g, func(context.Context, extended) (string, error) { return "", nil })
-	refuse("extended HTTP request", err, "take events.APIGatewayV2HTTPRequest")
+	refuse("extended HTTP request", err, "embed events.APIGatewayV2HTTPRequest, which has an entry point of its own: use dedupe.HTTPAPI")
 
 	err = svcHandler(g, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		return events.ALBTargetGroupResponse{}, nil

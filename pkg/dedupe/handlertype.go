@@ -72,6 +72,23 @@ func checkInType(t reflect.Type) error {
 			return fmt.Errorf("dedupe: Handler: events of type %v cannot be scoped: %s", t, advice)
 		}
 	}
+	if base.Kind() == reflect.Struct {
+		// A struct that embeds one of them receives its fields: it is
+		// that event, with more.
+		for i := range base.NumField() {
+			f := base.Field(i)
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if !f.Anonymous || f.Tag.Get("json") != "" {
+				continue
+			}
+			if advice, ok := adaptedEvents[ft]; ok {
+				return fmt.Errorf("dedupe: Handler: events of type %v embed %v, which has an entry point of its own: %s", t, ft, advice)
+			}
+		}
+	}
 	if kindOf(reflect.Zero(t).Interface()) != customEvent {
 		return nil
 	}
