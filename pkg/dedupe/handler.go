@@ -90,7 +90,8 @@ type HandlerConfig[Out any] struct {
 // notifications (events.S3Event), a Step Functions task's input, direct
 // invocations; the examples show each. Events that have an adapter of
 // their own are refused at construction, with the adapter to use: HTTP
-// requests (HTTPAPI, RESTAPI, FunctionURL; an ALB request) and batches
+// requests (HTTPAPI, RESTAPI, FunctionURL; an ALB request is refused
+// too) and batches
 // whose items must be guarded one by one (SQS, Kinesis, DynamoDBStream;
 // events.KafkaEvent, whose retries may regroup records: guard each record
 // with Once).
@@ -114,8 +115,8 @@ type HandlerConfig[Out any] struct {
 // something that is no key (a boolean, an object); a Fingerprint that can
 // only select null; a Retention below MinRetention; an In that has an
 // adapter of its own or can never be scoped (the event types above, as
-// values, pointers or types defined from them; a WebSocket or authorizer
-// request; a struct of yours into which the runtime would decode an HTTP
+// values, pointers, types defined from them or structs embedding them; a
+// WebSocket or authorizer request; a struct of yours into which the runtime would decode an HTTP
 // request's requestContext, matching names case-insensitively); an Out
 // that can never be stored and replayed (a streamed response, an
 // interface with methods, a type encoding/json always fails on).
