@@ -91,10 +91,10 @@ type HandlerConfig[Out any] struct {
 // invocations; the examples show each. Events that have an adapter of
 // their own are refused at construction, with the adapter to use: HTTP
 // requests (HTTPAPI, RESTAPI, FunctionURL; an ALB request is refused
-// too) and batches
-// whose items must be guarded one by one (SQS, Kinesis, DynamoDBStream;
-// events.KafkaEvent, whose retries may regroup records: guard each record
-// with Once).
+// too) and batches whose items must be guarded one by one (SQS, Kinesis,
+// DynamoDBStream; events.KafkaEvent, events.ActiveMQEvent,
+// events.RabbitMQEvent and events.KinesisFirehoseEvent, whose retries may
+// regroup records: guard each record with Once).
 //
 // The function returns h's own errors (after releasing the key, so a
 // retry runs again), a *ConflictError (in progress: Config.Wait lets it

@@ -182,6 +182,11 @@ func TestHandlerRefusesAdaptedEvents(t *testing.T) {
 		{"Kinesis embedded", svcHandler(g, func(context.Context, embeddedBatch) (string, error) { return "", nil }), "embed events.KinesisEvent, which has an entry point of its own: a batch's records are guarded one by one: use dedupe.Kinesis"},
 		{"DynamoDB Streams", svcHandler(g, func(context.Context, *events.DynamoDBEvent) (string, error) { return "", nil }), "use dedupe.DynamoDBStream"},
 		{"Kafka", svcHandler(g, func(context.Context, events.KafkaEvent) (string, error) { return "", nil }), "guard each record with dedupe.Once"},
+		{"ActiveMQ", svcHandler(g, func(context.Context, events.ActiveMQEvent) (string, error) { return "", nil }), "guard each message with dedupe.Once"},
+		{"RabbitMQ", svcHandler(g, func(context.Context, *events.RabbitMQEvent) (string, error) { return "", nil }), "guard each message with dedupe.Once"},
+		{"Firehose", svcHandler(g, func(context.Context, events.KinesisFirehoseEvent) (events.KinesisFirehoseResponse, error) {
+			return events.KinesisFirehoseResponse{}, nil
+		}), "guard each record with dedupe.Once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,6 +42,12 @@ var adaptedEvents = map[reflect.Type]string{
 	reflect.TypeFor[events.DynamoDBEvent]():            "a batch's records are guarded one by one: use dedupe.DynamoDBStream",
 	reflect.TypeFor[events.KafkaEvent](): "a Kafka batch is retried regrouped, so one key for the batch would lose records; " +
 		"guard each record with dedupe.Once, keyed by its topic, partition and offset",
+	reflect.TypeFor[events.ActiveMQEvent](): "a broker's batch may be redelivered regrouped, so one key for the batch would lose messages; " +
+		"guard each message with dedupe.Once, keyed by its message ID",
+	reflect.TypeFor[events.RabbitMQEvent](): "a broker's batch may be redelivered regrouped, so one key for the batch would lose messages; " +
+		"guard each message with dedupe.Once, keyed by its message ID",
+	reflect.TypeFor[events.KinesisFirehoseEvent](): "a Firehose batch answers each record, and may be retried regrouped; " +
+		"guard each record with dedupe.Once, keyed by its record ID",
 }
 
 // httpRequestAdvice is what a refusal of an HTTP request in another type
