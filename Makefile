@@ -52,7 +52,7 @@ HOST_GOARCH    = $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps deps-run deps-test test stress bench race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test apicompat api-snapshot stress bench race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -172,6 +172,10 @@ endef
 #                     packages vet compiles are the ones the test passes
 #                     reuse (with empty Go caches, plain go vet compiled
 #                     every dependency a second time)
+#   apicompat         the API of pkg/... against the newest release's
+#                     snapshot under api/ (make apicompat): an incompatible
+#                     change fails unless the CHANGELOG's Unreleased heading
+#                     names a breaking bump (docs/versioning.md)
 #   build             the Lambda binaries (linux/arm64), the local ones and
 #                     the emulator, as `make build build-local rie`, once
 #                     (`make run`'s test, TestMakeRunSmoke, then finds the
@@ -191,8 +195,9 @@ endef
 #                     the first pass has ended.
 test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, and alongside it its DynamoDB packages on moto; one PASS/FAIL line per pass
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
-	passes="vet build dynalite+servers moto"; \
+	passes="vet apicompat build dynalite+servers moto"; \
 	test_pass vet $(GO_VET) ./...; \
+	test_pass apicompat $(APICOMPAT); \
 	test_pass build $(SUBMAKE) build build-local rie; \
 	all=$$($(call slow_first,$(PKG))); \
 	pkgs=$$(grep -Fxf <($(GO) list $(DYNAMODB_PKGS)) <<<"$$all" || true); moto_pid=; \
@@ -218,6 +223,21 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 	for p in $$passes; do cat $(TEST_LOG)/$$p.result 2>/dev/null || echo "FAIL $$p (no result)"; done >$(TEST_LOG)/summary; \
 	echo; cat $(TEST_LOG)/summary; \
 	! grep -q '^FAIL' $(TEST_LOG)/summary
+
+# APICOMPAT checks the API of pkg/... against the newest snapshot under
+# api/ (internal/apicompat, over golang.org/x/exp/cmd/apidiff, a tool
+# dependency in go.mod); with -write VERSION it writes that snapshot.
+APICOMPAT = $(GO) run ./internal/apicompat/cmd/apicompat
+
+apicompat: ## check the API of pkg/... against the last release's snapshot under api/: an incompatible change fails unless the Unreleased heading of CHANGELOG.md names a breaking bump (docs/versioning.md)
+	$(APICOMPAT)
+
+# VERSION is the release api-snapshot writes, e.g. v0.1.0.
+VERSION ?=
+
+api-snapshot: ## at a release: write the API of pkg/... into api/$(VERSION)/ and commit it with the release (make api-snapshot VERSION=v0.1.0)
+	$(if $(VERSION),,$(error VERSION is not set: make api-snapshot VERSION=v0.1.0))
+	$(APICOMPAT) -write $(VERSION)
 
 # `make stress` runs STRESS_PKG with -race STRESS_RUNS times in a row while
 # STRESS_CPU busy workers (default: twice the cores) saturate the CPU, to

@@ -58,7 +58,7 @@ func (h *Handler) Handle(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, fmt.Errorf("activity-payment: %w", err)
 	}
-	a, err := dedupe.Do(ctx, h.Guard, in.ExecutionID+"/"+in.Step, payload, func(ctx context.Context) (string, error) {
+	a, err := dedupe.Once(ctx, h.Guard, in.ExecutionID+"/"+in.Step, payload, func(ctx context.Context) (string, error) {
 		claim, _ := dedupe.ClaimFrom(ctx)
 		return h.Processor.Capture(ctx, claim.DownstreamKey(), in.OrderID, in.Amount)
 	})

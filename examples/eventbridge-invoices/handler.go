@@ -30,7 +30,7 @@ type Handler struct {
 // Handle processes one event. An error makes EventBridge (or the target's
 // retry policy and dead-letter queue) deliver it again.
 func (h *Handler) Handle(ctx context.Context, ev events.EventBridgeEvent) (string, error) {
-	a, err := dedupe.Do(ctx, h.Guard, ev.ID, ev.Detail, func(ctx context.Context) (string, error) {
+	a, err := dedupe.Once(ctx, h.Guard, ev.ID, ev.Detail, func(ctx context.Context) (string, error) {
 		var o OrderPlaced
 		if err := json.Unmarshal(ev.Detail, &o); err != nil {
 			return "", fmt.Errorf("decode detail: %w", err)

@@ -33,11 +33,11 @@ type Handler struct {
 	ReportBatchItemFailures bool
 }
 
-// Handle processes one Kinesis batch. The first record that fails is the
-// checkpoint Lambda retries the shard from (or, without
-// ReportBatchItemFailures, the whole batch is retried); the ones after it
-// wait.
-func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+// Lambda returns the Lambda handler of Kinesis batches, built once. The
+// first record that fails is the checkpoint Lambda retries the shard
+// from (or, without ReportBatchItemFailures, the whole batch is retried);
+// the ones after it wait.
+func (h *Handler) Lambda() func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	cfg := &dedupe.KinesisConfig{
 		Key: func(r events.KinesisEventRecord) string {
 			var c Click
@@ -56,7 +56,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.Ki
 		},
 		ReportBatchItemFailures: h.ReportBatchItemFailures,
 	}
-	return dedupe.KinesisBatch(ctx, h.Guard, ev, cfg, func(ctx context.Context, r events.KinesisEventRecord) error {
+	return dedupe.Kinesis(h.Guard, cfg, func(ctx context.Context, r events.KinesisEventRecord) error {
 		var c Click
 		if err := json.Unmarshal(r.Kinesis.Data, &c); err != nil {
 			return err

@@ -19,7 +19,7 @@ func rec(seq, data string) events.KinesisEventRecord {
 		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: "p", Data: []byte(data)}}
 }
 
-func TestHandle(t *testing.T) {
+func TestLambda(t *testing.T) {
 	batch := []events.KinesisEventRecord{
 		rec("1", `{"clickId":"c-1","page":"/","at":"10:00"}`),
 		rec("2", `{"clickId":"c-2","page":"/buy","at":"10:01"}`),
@@ -41,7 +41,7 @@ func TestHandle(t *testing.T) {
 						return nil
 					}}
 				ctx := context.Background()
-				resp, err := h.Handle(ctx, events.KinesisEvent{Records: batch})
+				resp, err := h.Lambda()(ctx, events.KinesisEvent{Records: batch})
 				if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
 					t.Errorf("failures = %+v, want the checkpoint 2", resp.BatchItemFailures)
 				}
@@ -54,7 +54,7 @@ func TestHandle(t *testing.T) {
 				if !report {
 					retry, wantDups = batch, 2 // the whole batch: c-1 again too
 				}
-				resp, err = h.Handle(ctx, events.KinesisEvent{Records: retry})
+				resp, err = h.Lambda()(ctx, events.KinesisEvent{Records: retry})
 				if len(resp.BatchItemFailures) != 0 || err != nil || !slices.Equal(counted, []string{"c-1", "c-2"}) || dups != wantDups {
 					t.Errorf("after the retry: failures %+v, %v, counted %v, %d duplicates; want none, [c-1 c-2], %d", resp.BatchItemFailures, err, counted, dups, wantDups)
 				}

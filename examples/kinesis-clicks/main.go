@@ -31,5 +31,5 @@ func main() {
 	h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Logger: logger}),
 		Count:                   func(_ context.Context, c Click) error { logger.Info("click", "id", c.ID, "page", c.Page); return nil },
 		ReportBatchItemFailures: true} // the mapping reports them: see the package doc
-	lambda.Start(h.Handle)
+	lambda.Start(h.Lambda())
 }

@@ -176,7 +176,7 @@ func child(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		g := dedupe.New(store, &dedupe.Config{Prefix: "race", Logger: discard})
 		handle = func() (bool, error) {
 			ran := false
-			_, err := g.Run(ctx, *key, "charge 1250 EUR", func(context.Context) (dedupe.Result, error) {
+			_, err := g.Do(ctx, dedupe.Call{Key: *key, Fingerprint: "charge 1250 EUR"}, func(context.Context) (dedupe.Result, error) {
 				ran = true
 				doWork()
 				return dedupe.Result{StatusCode: 201}, nil

@@ -39,8 +39,8 @@ type Handler struct {
 	ReportBatchItemFailures bool
 }
 
-// Handle processes one SQS batch.
-func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+// Lambda returns the Lambda handler of SQS batches, built once.
+func (h *Handler) Lambda() func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	cfg := &dedupe.SQSConfig{
 		Key: func(m events.SQSMessage) string {
 			var o Order
@@ -55,7 +55,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		OnItem:                  h.OnItem,
 		ReportBatchItemFailures: h.ReportBatchItemFailures,
 	}
-	return dedupe.SQSBatch(ctx, h.Guard, ev, cfg, func(ctx context.Context, m events.SQSMessage) error {
+	return dedupe.SQS(h.Guard, cfg, func(ctx context.Context, m events.SQSMessage) error {
 		var o Order
 		if err := json.Unmarshal([]byte(m.Body), &o); err != nil {
 			return err

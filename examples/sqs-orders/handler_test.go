@@ -18,7 +18,7 @@ func msg(id, body string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, Body: body, EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:orders"}
 }
 
-func TestHandle(t *testing.T) {
+func TestLambda(t *testing.T) {
 	batch := []events.SQSMessage{
 		msg("m-1", `{"orderId":"o-1","items":["book"],"sentAt":"10:00:00"}`),
 		msg("m-2", `{"orderId":"o-1","items":["book"],"sentAt":"10:00:09"}`), // the producer re-sent it
@@ -37,7 +37,7 @@ func TestHandle(t *testing.T) {
 					OnItem:                  func(o dedupe.ItemOutcome) { statuses = append(statuses, o.Status) },
 					ReportBatchItemFailures: report,
 				}
-				resp, err := h.Handle(context.Background(), events.SQSEvent{Records: batch})
+				resp, err := h.Lambda()(context.Background(), events.SQSEvent{Records: batch})
 				var failed []string
 				for _, f := range resp.BatchItemFailures {
 					failed = append(failed, f.ItemIdentifier)
@@ -52,7 +52,7 @@ func TestHandle(t *testing.T) {
 					t.Fatalf("error %v with ReportBatchItemFailures %v", err, report)
 				}
 				if !report {
-					h.Handle(context.Background(), events.SQSEvent{Records: batch})
+					h.Lambda()(context.Background(), events.SQSEvent{Records: batch})
 					if !slices.Equal(shipped, []string{"o-1"}) {
 						t.Errorf("after the whole batch came back: shipped %v, want [o-1]", shipped)
 					}

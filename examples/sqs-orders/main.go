@@ -32,7 +32,7 @@ func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	h := &Handler{Guard: dedupe.New(store, &dedupe.Config{Logger: logger}), Ship: logShipment(logger),
 		ReportBatchItemFailures: true} // the mapping reports them: see the package doc
-	lambda.Start(h.Handle)
+	lambda.Start(h.Lambda())
 }
 
 // logShipment stands in for the real shipping call.

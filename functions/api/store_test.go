@@ -38,7 +38,7 @@ func TestNewStore(t *testing.T) {
 			}
 			key := rand.Text()
 			for range 2 {
-				if _, err := g.Run(ctx, key, "fp", fn); err != nil {
+				if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); err != nil {
 					t.Fatal(err)
 				}
 			}

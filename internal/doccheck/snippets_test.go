@@ -410,7 +410,7 @@ func runRunbook(t *testing.T, cli string, lines []runbookLine, client *dynamodb.
 	}
 	records := func() (done, stuck dedupe.Record) {
 		g := dedupe.New(store, &dedupe.Config{Prefix: "doc-" + rand.Text()[:8]})
-		if _, err := g.Run(ctx, "done", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{StatusCode: 400}, nil }); err != nil {
+		if _, err := g.Do(ctx, dedupe.Call{Key: "done", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{StatusCode: 400}, nil }); err != nil {
 			t.Fatal(err)
 		}
 		if done, err = store.Get(ctx, g.Key("done"), time.Now()); err != nil {

@@ -53,14 +53,14 @@ func TestGuardCapacity(t *testing.T) {
 			}
 			key := rand.Text()
 			m.Reset()
-			if _, err := g.Run(ctx, key, "fp", ok); err != nil {
+			if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok); err != nil {
 				t.Fatal(err)
 			}
 			if got := m.Units(); got != tt.fresh {
 				t.Errorf("fresh: got %+v, want %+v", got, tt.fresh)
 			}
 			m.Reset()
-			if out, err := g.Run(ctx, key, "fp", ok); err != nil || !out.Replayed {
+			if out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok); err != nil || !out.Replayed {
 				t.Fatalf("replay: %+v, %v", out, err)
 			}
 			if got := m.Units(); got != tt.replay {
@@ -72,7 +72,7 @@ func TestGuardCapacity(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.Reset()
-			if _, err := g.Run(ctx, held, "fp", ok); !errors.Is(err, dedupe.ErrInProgress) {
+			if _, err := g.Do(ctx, dedupe.Call{Key: held, Fingerprint: "fp"}, ok); !errors.Is(err, dedupe.ErrInProgress) {
 				t.Fatalf("conflict: %v, want ErrInProgress", err)
 			}
 			if got := m.Units(); got != tt.conflict {

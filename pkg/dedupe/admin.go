@@ -162,31 +162,29 @@ const (
 	traceKey
 )
 
-// WithRequestID returns ctx carrying id as the request ID that
-// RequestIDFrom returns, for callers outside Lambda (net/http
-// Middleware) or that know a better correlation ID than Lambda's.
+// WithRequestID returns ctx carrying id as the request ID the guard
+// stores on the records it writes (Record.RequestID) and logs
+// (Event.RequestID), instead of the Lambda request ID, for callers
+// outside Lambda (net/http Middleware) or that know a better correlation
+// ID than Lambda's.
 func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey, id)
 }
 
-// WithTrace returns ctx carrying trace as the trace context that
-// TraceFrom returns. Trace is opaque to the guard and the stores: a W3C
+// WithTrace returns ctx carrying trace as the trace context the guard
+// stores on the records it writes (Record.Trace), instead of the X-Ray
+// trace header of the Lambda invocation. Trace is opaque to the guard and the stores: a W3C
 // traceparent set by a tracing integration, an X-Ray header, or any
 // string up to MaxTraceBytes that names the execution's trace.
 func WithTrace(ctx context.Context, trace string) context.Context {
 	return context.WithValue(ctx, traceKey, trace)
 }
 
-// MaxTraceBytes bounds what the guard stores of a request ID or a trace
-// context; longer values are not stored at all (a cut trace header would
-// name the wrong trace).
-const MaxTraceBytes = 512
-
-// RequestIDFrom returns the request ID of the execution ctx belongs to:
+// requestIDFrom returns the request ID of the execution ctx belongs to:
 // the one set by WithRequestID, else the Lambda request ID
 // (lambdacontext), else "". The guard stores it on the record it writes
 // (Record.RequestID).
-func RequestIDFrom(ctx context.Context) string {
+func requestIDFrom(ctx context.Context) string {
 	if id, ok := ctx.Value(requestIDKey).(string); ok {
 		return bounded(id)
 	}
@@ -196,12 +194,12 @@ func RequestIDFrom(ctx context.Context) string {
 	return ""
 }
 
-// TraceFrom returns the trace context of the execution ctx belongs to:
+// traceFrom returns the trace context of the execution ctx belongs to:
 // the one set by WithTrace, else the X-Ray trace header the Lambda
 // runtime (aws-lambda-go) puts in the context, else, inside a Lambda
 // invocation, the _X_AMZN_TRACE_ID environment variable it sets; "" when
 // there is none. The guard stores it on the record (Record.Trace).
-func TraceFrom(ctx context.Context) string {
+func traceFrom(ctx context.Context) string {
 	if t, ok := ctx.Value(traceKey).(string); ok {
 		return bounded(t)
 	}

@@ -182,7 +182,7 @@ func TestWaitMeetsUnreadableResult(t *testing.T) {
 	g = dedupe.New(ws, &dedupe.Config{Prefix: "p", Now: clk.Now, Wait: time.Second,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	runs := 0
-	_, err := g.Run(context.Background(), "k", "fp", counter(&runs, "again"))
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "again"))
 	var conflict *dedupe.ConflictError
 	if runs != 0 || !errors.Is(err, dedupe.ErrResultUnreadable) || errors.As(err, &conflict) {
 		t.Errorf("Run = %v after %d runs; want ErrResultUnreadable, no run", err, runs)

@@ -71,7 +71,7 @@ type batchItem struct {
 }
 
 // batchCore runs the items of one batch under a guard, one after another,
-// for SQSBatch, KinesisBatch and DynamoDBBatch.
+// for SQS, Kinesis and DynamoDBStream.
 type batchCore struct {
 	g      *Guard
 	log    *slog.Logger
@@ -160,7 +160,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 		if it.source == "" {
 			return refused(OutcomeInvalidRequest, fmt.Errorf("item %s: %w (set ShareSources to key across sources)", it.id, ErrNoEventSource))
 		}
-		key = SourceKey(it.source, it.key)
+		key = sourceKey(it.source, it.key)
 	}
 	o.KeyRef = KeyRef(b.g.Key(key))
 	payload, err := it.payload()
@@ -169,7 +169,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 	}
 	ran := false
 	var fnErr error
-	out, err := b.g.Run(ctx, key, Fingerprint(payload), func(ctx context.Context) (Result, error) {
+	out, err := b.g.Do(ctx, Call{Key: key, Fingerprint: Fingerprint(payload)}, func(ctx context.Context) (Result, error) {
 		ran = true
 		fnErr = fn(ctx)
 		return Result{}, fnErr
@@ -178,7 +178,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 	switch {
 	case fnErr != nil:
 		// fn's own error fails the item, whatever it wraps: a nested
-		// RunJSON's ErrNotStored is fn's failure, not the guard's.
+		// Once's ErrNotStored is fn's failure, not the guard's.
 		o.Status, o.Err = ItemFailed, fnErr
 	case err == nil && out.Replayed:
 		o.Status = ItemDuplicate
@@ -194,7 +194,7 @@ func (b batchCore) one(ctx context.Context, it batchItem, fn func(context.Contex
 	return o
 }
 
-// KinesisConfig configures KinesisBatch. The zero value (or a nil
+// KinesisConfig configures Kinesis. The zero value (or a nil
 // *KinesisConfig) is valid: records are keyed by their event ID, scoped
 // by their stream's ARN, and fingerprinted by their data; failures are
 // logged to the guard's Logger.
@@ -223,7 +223,7 @@ type KinesisConfig struct {
 	// without an ARN is then failed (ErrNoEventSource).
 	ShareSources bool
 	// ReportBatchItemFailures asserts that the event source mapping has
-	// FunctionResponseTypes [ReportBatchItemFailures]: KinesisBatch then
+	// FunctionResponseTypes [ReportBatchItemFailures]: Kinesis then
 	// answers a failed record with a partial batch response (the record
 	// to retry from) and a nil error. Without it (false), Lambda would
 	// ignore such a response and the failed record would be lost, so a
@@ -232,12 +232,11 @@ type KinesisConfig struct {
 	ReportBatchItemFailures bool
 }
 
-// KinesisBatch runs fn at most once per record key of a Kinesis batch.
-// Return what it returns from the handler:
+// Kinesis returns a handler of Kinesis batches that runs fn at most once
+// per record key. cfg is copied; nil means the zero KinesisConfig. Hand
+// the handler to lambda.Start:
 //
-//	func handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-//		return dedupe.KinesisBatch(ctx, g, ev, nil, process)
-//	}
+//	lambda.Start(dedupe.Kinesis(g, nil, process))
 //
 // When a record fails, the error wraps ErrBatchFailed and Lambda retries
 // the whole batch, unless the config's ReportBatchItemFailures asserts
@@ -251,9 +250,11 @@ type KinesisConfig struct {
 // failure ends the batch: that record is the only one reported, and the
 // ones after it are skipped (ItemSkipped) and delivered again. Records
 // that were processed before a retry are duplicates then and do not run
-// again. What fails a record is what fails an SQS message (see SQSBatch).
-// A panic in fn is re-raised after its key is released.
-func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) (events.KinesisEventResponse, error) {
+// again. What fails a record is what fails an SQS message (see SQS).
+// A panic in fn is re-raised after its key is released. Kinesis panics
+// when g or fn is nil.
+func Kinesis(g *Guard, cfg *KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+	mustBatch("Kinesis", g, fn == nil)
 	var c KinesisConfig
 	if cfg != nil {
 		c = *cfg
@@ -264,6 +265,13 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 	if c.Fingerprint == nil {
 		c.Fingerprint = func(r events.KinesisEventRecord) ([]byte, error) { return r.Kinesis.Data, nil }
 	}
+	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return kinesisBatch(ctx, g, ev, c, fn)
+	}
+}
+
+// kinesisBatch handles one Kinesis batch.
+func kinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, c KinesisConfig, fn func(context.Context, events.KinesisEventRecord) error) (events.KinesisEventResponse, error) {
 	recs := ev.Records
 	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
 		func(i int) batchItem {
@@ -279,11 +287,11 @@ func KinesisBatch(ctx context.Context, g *Guard, ev events.KinesisEvent, cfg *Ki
 	return resp, batchResult(failed, len(recs), "records", c.ReportBatchItemFailures)
 }
 
-// DynamoDBConfig configures DynamoDBBatch. The zero value (or a nil
-// *DynamoDBConfig) is valid: records are keyed by their event ID, scoped
+// DynamoDBStreamConfig configures DynamoDBStream. The zero value (or a nil
+// *DynamoDBStreamConfig) is valid: records are keyed by their event ID, scoped
 // by their stream's ARN, and fingerprinted by their event name, keys and
 // images; failures are logged to the guard's Logger.
-type DynamoDBConfig struct {
+type DynamoDBStreamConfig struct {
 	// Key returns a record's idempotency key; an empty key fails the
 	// record. Nil means the record's EventID, unique per change.
 	Key func(events.DynamoDBEventRecord) string
@@ -303,21 +311,22 @@ type DynamoDBConfig struct {
 	ShareSources bool
 	// ReportBatchItemFailures asserts that the event source mapping has
 	// FunctionResponseTypes [ReportBatchItemFailures], as
-	// KinesisConfig.ReportBatchItemFailures does for KinesisBatch.
+	// KinesisConfig.ReportBatchItemFailures does for Kinesis.
 	ReportBatchItemFailures bool
 }
 
-// DynamoDBBatch is KinesisBatch for DynamoDB Streams: it runs fn at most
-// once per record key; the first failed record (by its sequence number)
-// fails the whole batch (ErrBatchFailed), or, with
-// DynamoDBConfig.ReportBatchItemFailures, is reported so that the stream
-// retries from it; the records after it are skipped and delivered again.
+// DynamoDBStream is Kinesis for DynamoDB Streams: the handler it returns
+// runs fn at most once per record key; the first failed record (by its
+// sequence number) fails the whole batch (ErrBatchFailed), or, with
+// DynamoDBStreamConfig.ReportBatchItemFailures, is reported so that the
+// stream retries from it; the records after it are skipped and delivered
+// again. cfg is copied; nil means the zero DynamoDBStreamConfig.
+// DynamoDBStream panics when g or fn is nil.
 //
-//	func handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-//		return dedupe.DynamoDBBatch(ctx, g, ev, nil, process)
-//	}
-func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *DynamoDBConfig, fn func(context.Context, events.DynamoDBEventRecord) error) (events.DynamoDBEventResponse, error) {
-	var c DynamoDBConfig
+//	lambda.Start(dedupe.DynamoDBStream(g, nil, process))
+func DynamoDBStream(g *Guard, cfg *DynamoDBStreamConfig, fn func(context.Context, events.DynamoDBEventRecord) error) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	mustBatch("DynamoDBStream", g, fn == nil)
+	var c DynamoDBStreamConfig
 	if cfg != nil {
 		c = *cfg
 	}
@@ -327,6 +336,20 @@ func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *
 	if c.Fingerprint == nil {
 		c.Fingerprint = defaultDynamoDBFingerprint
 	}
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return dynamoDBBatch(ctx, g, ev, c, fn)
+	}
+}
+
+// mustBatch refuses a batch adapter without a guard or an item function.
+func mustBatch(name string, g *Guard, nilFn bool) {
+	if g == nil || nilFn {
+		panic("dedupe: " + name + ": the Guard or the item function is nil: pass both")
+	}
+}
+
+// dynamoDBBatch handles one batch of DynamoDB Streams records.
+func dynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, c DynamoDBStreamConfig, fn func(context.Context, events.DynamoDBEventRecord) error) (events.DynamoDBEventResponse, error) {
 	recs := ev.Records
 	failed := newBatchCore(g, c.Logger, c.OnItem, true).run(ctx, len(recs),
 		func(i int) batchItem {
@@ -342,7 +365,7 @@ func DynamoDBBatch(ctx context.Context, g *Guard, ev events.DynamoDBEvent, cfg *
 	return resp, batchResult(failed, len(recs), "records", c.ReportBatchItemFailures)
 }
 
-// defaultDynamoDBFingerprint is the default DynamoDBConfig.Fingerprint.
+// defaultDynamoDBFingerprint is the default DynamoDBStreamConfig.Fingerprint.
 func defaultDynamoDBFingerprint(r events.DynamoDBEventRecord) ([]byte, error) {
 	b, err := json.Marshal(struct {
 		Event    string                                   `json:"event"`
@@ -363,11 +386,11 @@ func isFIFO(arn string) bool { return strings.HasSuffix(arn, ".fifo") }
 // carries none.
 func fifoGroup(m events.SQSMessage) string { return m.Attributes["MessageGroupId"] }
 
-// SourceKey returns the key the batch adapters (SQSBatch, KinesisBatch,
-// DynamoDBBatch) claim for a message key from the event source ARN
+// sourceKey returns the key the batch adapters (SQS, Kinesis,
+// DynamoDBStream) claim for a message key from the event source ARN
 // source, before the guard's prefix (see Guard.Key): "src:", the ARN's
 // length, ":", the ARN, "#" and the key, so that no ARN and key pair can
 // spell another's. With ShareSources the key is claimed as it is.
-func SourceKey(source, key string) string {
+func sourceKey(source, key string) string {
 	return "src:" + strconv.Itoa(len(source)) + ":" + source + "#" + key
 }

@@ -26,20 +26,20 @@ func BenchmarkGuard(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			if _, err := g.Run(ctx, keys[i], "fp", fn); err != nil {
+			if _, err := g.Do(ctx, dedupe.Call{Key: keys[i], Fingerprint: "fp"}, fn); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("replay", func(b *testing.B) {
 		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "bench"})
-		if _, err := g.Run(ctx, "k", "fp", fn); err != nil {
+		if _, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, fn); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			out, err := g.Run(ctx, "k", "fp", fn)
+			out, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, fn)
 			if err != nil || !out.Replayed {
 				b.Fatalf("got %+v, %v; want a replay", out, err)
 			}

@@ -7,12 +7,6 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Defaults of NewCache for zero arguments.
-const (
-	DefaultCacheEntries = 1024
-	DefaultCacheBytes   = 4 << 20
-)
-
 // Cache is a bounded in-memory cache of completed records, kept in the
 // execution environment between invocations, so that a replay served by
 // the same warm environment costs no store call at all.

@@ -8,18 +8,46 @@ import (
 	"time"
 )
 
-// Defaults applied by New for zero fields of Config.
+// Defaults and limits.
 const (
+	// Defaults New applies for zero fields of Config.
 	DefaultRetention   = 24 * time.Hour
 	DefaultLease       = 5 * time.Minute
 	DefaultMaxLease    = 15 * time.Minute
 	DefaultLeaseMargin = 2 * time.Second
-)
 
-// MinRetention is the shortest Config.Retention (and Call.Retention) a
-// guard accepts: a record kept for less would let a client's ordinary
-// retry run the work again.
-const MinRetention = time.Minute
+	// MinRetention is the shortest retention a guard accepts
+	// (Config.Retention, Call.Retention, HTTPConfig.Retention,
+	// HandlerConfig.Retention): a record kept for less would let a
+	// client's ordinary retry run the work again.
+	MinRetention = time.Minute
+
+	// Defaults of NewCache for zero arguments.
+	DefaultCacheEntries = 1024
+	DefaultCacheBytes   = 4 << 20
+
+	// DefaultMaxBodyBytes is the request body limit of the HTTP
+	// adapters when HTTPConfig.MaxBodyBytes is zero: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+
+	// EMFNamespace is the CloudWatch namespace EMF writes to by
+	// default.
+	EMFNamespace = "Dedupe"
+
+	// MaxKeyLength is the longest idempotency key ParseKey accepts, in
+	// bytes (every accepted byte is one printable ASCII character).
+	MaxKeyLength = 255
+
+	// MaxStoreKeyBytes is the longest key, in bytes, that every Store
+	// accepts: DynamoDB's limit for a string partition key. Guard.Key
+	// never returns a longer one.
+	MaxStoreKeyBytes = 2048
+
+	// MaxTraceBytes bounds what the guard stores of a request ID or a
+	// trace context; longer values are not stored at all (a cut trace
+	// header would name the wrong trace).
+	MaxTraceBytes = 512
+)
 
 // Config configures a Guard. The zero value (or a nil *Config) is valid
 // inside Lambda and means: keys prefixed with $AWS_LAMBDA_FUNCTION_NAME,

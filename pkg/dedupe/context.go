@@ -9,9 +9,9 @@ import (
 )
 
 // Claim describes the claim a guarded function runs under. The guard puts
-// it in the function's context (see ClaimFrom) in every adapter: Guard.Run
-// and Guard.Do, RunJSON and Do, SQSBatch, KinesisBatch, DynamoDBBatch,
-// and the HTTP adapters.
+// it in the function's context (see ClaimFrom) in every entry point: Guard.Do,
+// Once, Handler, SQS, Kinesis, DynamoDBStream and the HTTP
+// adapters.
 type Claim struct {
 	// Key is the key the store holds, in Guard.Key form: the guard's
 	// prefix, "#" and the call's key (for the HTTP adapters the scoped

@@ -100,7 +100,7 @@ var (
 	// fails open on it.
 	ErrKeyRejected = errors.New("dedupe: key rejected by the store")
 
-	// ErrResultUnencodable is returned with a valid value by RunJSON when fn
+	// ErrResultUnencodable is the Answer.Warning of Once when fn
 	// succeeded but its value could not be encoded for storage (a NaN, a
 	// MarshalJSON that failed or panicked), or would not decode back to
 	// the same JSON (see Once). The run was recorded as completed without
@@ -123,8 +123,8 @@ var (
 	// failed (the ALB adapter answers 500), not guessed into another
 	// source's scope.
 	ErrNoEventSource = errors.New("dedupe: message has no event source ARN")
-	// ErrBatchFailed is the error of SQSBatch, KinesisBatch and
-	// DynamoDBBatch when an item failed and their config's
+	// ErrBatchFailed is the error of SQS, Kinesis and
+	// DynamoDBStream when an item failed and their config's
 	// ReportBatchItemFailures is not set: the handler returns it, Lambda
 	// fails the whole batch, and every item is delivered again (those
 	// processed are duplicates then, and do not run again), whether or not
@@ -135,6 +135,22 @@ var (
 	// and HTTPConfig.Route is not: the request is refused with 500 rather
 	// than let a keyless request through unguarded.
 	ErrRouteUnknown = errors.New("dedupe: Middleware cannot tell the route (r.Pattern is empty): set HTTPConfig.Route")
+
+	// ErrNoKey reports an event from which a key or scope expression
+	// selected nothing usable as a key (see HandlerConfig.Key): null, an empty
+	// string, a boolean, an object, an empty list, a number that is not
+	// a whole number, a value computed from a missing one
+	// (to_string(orderId) of an event without orderId), or an error in
+	// evaluating it (powertools_json on text that is not JSON). Such an
+	// event is refused; it never runs unguarded and never shares a key.
+	ErrNoKey = errors.New("dedupe: expression selected no usable key from the event")
+
+	// ErrNoFingerprint reports an event from which a fingerprint
+	// expression selected no information (see HandlerConfig.Fingerprint: only nulls
+	// and empty lists or objects, or a value computed from a missing
+	// one), a number it cannot compare exactly, or failed. Such an event
+	// is refused.
+	ErrNoFingerprint = errors.New("dedupe: expression selected nothing to fingerprint from the event")
 )
 
 // ConflictError reports a duplicate request that cannot be answered with a

@@ -7,43 +7,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// RunJSON runs fn at most once for key and returns its value, or the value
-// of the first run to a duplicate. It suits event handlers (SQS,
-// EventBridge, SNS): payload is the event's JSON (an SQS body, an
-// EventBridge detail), fingerprinted in its CanonicalJSON form (raw when
-// it is not JSON), and the value is stored JSON-encoded and decoded again
-// for a replay, so T must survive encoding/json.
-//
-// On a fresh run RunJSON returns fn's own value. The error is nil when the
-// value was stored or replayed. When fn ran but its value could not be
-// recorded (ErrNotStored, ErrResultTooLarge), could not be encoded
-// (ErrResultUnencodable: the run is recorded without it and never
-// repeated), or ran without a claim (ErrRanUnguarded), the value is valid
-// and the error says so. fn's own
-// errors come back after the key was released, so a redelivery runs
-// again. A *ConflictError (in progress, or the same key with a different
-// payload), ErrResultOmitted (the first value was too large to keep; fn
-// is never run again) and store failures return the zero T.
-//
-// Do gives the same answer in one value that also tells a replay from a
-// fresh run.
-//
-// For an EventBridge event the ID is the natural key:
-//
-//	v, err := dedupe.RunJSON(ctx, g, ev.ID, ev.Detail, process)
-func RunJSON[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (T, error) {
-	a, err := Do(ctx, g, key, payload, fn)
-	if err != nil {
-		return a.Value, err
-	}
-	return a.Value, a.Warning
-}
-
-// SQSKeyAttribute is the message attribute SQSBatch reads the idempotency
-// key from by default.
-const SQSKeyAttribute = "Idempotency-Key"
-
-// SQSConfig configures SQSBatch. The zero value (or a nil *SQSConfig) is
+// SQSConfig configures SQS. The zero value (or a nil *SQSConfig) is
 // valid: keys come from the Idempotency-Key string attribute, else the
 // message ID, scoped by the queue's ARN; the body is fingerprinted;
 // failures are logged to the guard's Logger.
@@ -90,7 +54,7 @@ type SQSConfig struct {
 	ShareSources bool
 
 	// ReportBatchItemFailures asserts that the event source mapping has
-	// FunctionResponseTypes [ReportBatchItemFailures]: SQSBatch then
+	// FunctionResponseTypes [ReportBatchItemFailures]: SQS then
 	// answers failed messages with a partial batch response and a nil
 	// error, and only they are delivered again. Without it (false),
 	// Lambda would ignore such a response and delete the failed messages
@@ -102,12 +66,11 @@ type SQSConfig struct {
 	ReportBatchItemFailures bool
 }
 
-// SQSBatch runs fn at most once per message key. Return what it returns
-// from the handler:
+// SQS returns a handler of SQS batches that runs fn at most once per
+// message key. cfg is copied; nil means the zero SQSConfig. Hand the
+// handler to lambda.Start:
 //
-//	func handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-//		return dedupe.SQSBatch(ctx, g, ev, nil, process)
-//	}
+//	lambda.Start(dedupe.SQS(g, nil, process))
 //
 // When a message fails, the error wraps ErrBatchFailed and Lambda fails
 // the whole batch, unless SQSConfig.ReportBatchItemFailures asserts that
@@ -131,7 +94,10 @@ type SQSConfig struct {
 // their FIFO MessageDeduplicationId. A panic in fn is re-raised after its key is
 // released, failing the whole batch. SQSConfig.OnItem sees every
 // message's ItemOutcome.
-func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) (events.SQSEventResponse, error) {
+//
+// SQS panics when g or fn is nil.
+func SQS(g *Guard, cfg *SQSConfig, fn func(context.Context, events.SQSMessage) error) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	mustBatch("SQS", g, fn == nil)
 	var c SQSConfig
 	if cfg != nil {
 		c = *cfg
@@ -142,6 +108,13 @@ func SQSBatch(ctx context.Context, g *Guard, ev events.SQSEvent, cfg *SQSConfig,
 	if c.Fingerprint == nil {
 		c.Fingerprint = func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil }
 	}
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return sqsBatch(ctx, g, ev, c, fn)
+	}
+}
+
+// sqsBatch handles one SQS batch.
+func sqsBatch(ctx context.Context, g *Guard, ev events.SQSEvent, c SQSConfig, fn func(context.Context, events.SQSMessage) error) (events.SQSEventResponse, error) {
 	msgs := ev.Records
 	failed := newBatchCore(g, c.Logger, c.OnItem, false).run(ctx, len(msgs),
 		func(i int) batchItem {

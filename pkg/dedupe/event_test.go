@@ -15,12 +15,22 @@ import (
 	"github.com/lambda-dedupe/dedupe/pkg/memstore"
 )
 
+// runJSON returns Once's value, and its error or else its warning: the
+// answer these tests compare.
+func runJSON[T any](ctx context.Context, g *dedupe.Guard, key string, payload []byte, fn func(context.Context) (T, error)) (T, error) {
+	a, err := dedupe.Once(ctx, g, key, payload, fn)
+	if err != nil {
+		return a.Value, err
+	}
+	return a.Value, a.Warning
+}
+
 type receipt struct {
 	ID     string `json:"id"`
 	Amount int64  `json:"amount"`
 }
 
-func TestRunJSON(t *testing.T) {
+func TestOnceValue(t *testing.T) {
 	ctx := context.Background()
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
@@ -49,7 +59,7 @@ func TestRunJSON(t *testing.T) {
 		{"non-JSON payload hashed raw", "evt-3", `amount=1`, charge, receipt{"pay_1", 1250}, nil, 4},
 	}
 	for _, tt := range tests {
-		got, err := dedupe.RunJSON(ctx, g, tt.key, []byte(tt.payload), tt.fn)
+		got, err := runJSON(ctx, g, tt.key, []byte(tt.payload), tt.fn)
 		switch {
 		case tt.name == "error releases the key":
 			if err == nil || runs != tt.runs {
@@ -63,19 +73,19 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
-// TestRunJSONUnencodable checks issue 9, case 9: once fn succeeded, a
+// TestOnceUnencodable checks issue 9, case 9: once fn succeeded, a
 // value that cannot be encoded is recorded as a run without a result, and
 // the side effect never runs again.
-func TestRunJSONUnencodable(t *testing.T) {
+func TestOnceUnencodable(t *testing.T) {
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
 	fn := func(context.Context) (float64, error) { runs++; return math.NaN(), nil }
-	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err := runJSON(context.Background(), g, "k", nil, fn)
 	if !errors.Is(err, dedupe.ErrResultUnencodable) || !math.IsNaN(v) {
-		t.Fatalf("first RunJSON = %v, %v; want NaN and ErrResultUnencodable", v, err)
+		t.Fatalf("first Once = %v, %v; want NaN and ErrResultUnencodable", v, err)
 	}
 	for range 2 {
-		if _, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+		if _, err := runJSON(context.Background(), g, "k", nil, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
 			t.Errorf("retry: err = %v, want ErrResultOmitted", err)
 		}
 	}
@@ -84,16 +94,16 @@ func TestRunJSONUnencodable(t *testing.T) {
 	}
 }
 
-func TestRunJSONUnrecorded(t *testing.T) {
+func TestOnceUnrecorded(t *testing.T) {
 	fs := &faultyStore{Store: memstore.New(), omitOver: 5}
 	g := dedupe.New(fs, nil)
 	runs := 0
 	fn := func(context.Context) (string, error) { runs++; return "a long value", nil }
-	v, err := dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err := runJSON(context.Background(), g, "k", nil, fn)
 	if v != "a long value" || !errors.Is(err, dedupe.ErrResultTooLarge) {
 		t.Errorf("fresh run = %q, %v; want the value and ErrResultTooLarge", v, err)
 	}
-	v, err = dedupe.RunJSON(context.Background(), g, "k", nil, fn)
+	v, err = runJSON(context.Background(), g, "k", nil, fn)
 	if v != "" || !errors.Is(err, dedupe.ErrResultOmitted) || runs != 1 {
 		t.Errorf("duplicate = %q, %v after %d runs; want ErrResultOmitted after 1", v, err, runs)
 	}
@@ -114,7 +124,7 @@ func failedIDs(r events.SQSEventResponse, err error) []string {
 		ids = append(ids, f.ItemIdentifier)
 	}
 	if (len(ids) > 0) != errors.Is(err, dedupe.ErrBatchFailed) {
-		panic(fmt.Sprintf("SQSBatch reported failures %v with error %v: want ErrBatchFailed exactly when an item failed", ids, err))
+		panic(fmt.Sprintf("SQS reported failures %v with error %v: want ErrBatchFailed exactly when an item failed", ids, err))
 	}
 	return ids
 }
@@ -128,17 +138,17 @@ func TestSQSBatch(t *testing.T) {
 		g := dedupe.New(memstore.New(), nil)
 		var seen []string
 		fn := func(_ context.Context, m events.SQSMessage) error { seen = append(seen, m.MessageId); return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil {
 			t.Errorf("failures = %v, want none", got)
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil {
 			t.Errorf("redelivery failures = %v, want none", got)
 		}
 		// The producer sent message 1 again: new message ID, same key.
 		again := sqsFixture(t)
 		again.Records[0].MessageId = "9d0c7b2e-resent"
 		again.Records[1].MessageId = "4e5f6a7b-resent"
-		dedupe.SQSBatch(ctx, g, again, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, again)
 		if want := []string{id1, id2, "4e5f6a7b-resent"}; !slices.Equal(seen, want) {
 			t.Errorf("processed %v, want %v", seen, want)
 		}
@@ -154,10 +164,10 @@ func TestSQSBatch(t *testing.T) {
 			}
 			return nil
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1}) {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); !slices.Equal(got, []string{id1}) {
 			t.Errorf("failures = %v, want [%s]", got, id1)
 		}
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); got != nil || calls != 3 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); got != nil || calls != 3 {
 			t.Errorf("retry: failures = %v after %d calls, want none after 3", got, calls)
 		}
 	})
@@ -170,11 +180,11 @@ func TestSQSBatch(t *testing.T) {
 		fn := func(ctx context.Context, m events.SQSMessage) error {
 			if m.MessageId == id1 && !nested {
 				nested = true
-				inner, innerErr = dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+				inner, innerErr = dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(ctx, ev)
 			}
 			return nil
 		}
-		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, ev)
 		if got := failedIDs(inner, innerErr); !slices.Equal(got, []string{id1}) {
 			t.Errorf("concurrent delivery failures = %v, want [%s]", got, id1)
 		}
@@ -183,10 +193,10 @@ func TestSQSBatch(t *testing.T) {
 	t.Run("same key with another body fails", func(t *testing.T) {
 		g := dedupe.New(memstore.New(), nil)
 		fn := func(context.Context, events.SQSMessage) error { return nil }
-		dedupe.SQSBatch(ctx, g, ev, nil, fn)
+		dedupe.SQS(g, nil, fn)(ctx, ev)
 		changed := sqsFixture(t)
 		changed.Records[0].Body = `{"orderId":"ord_1001","amount":1,"currency":"EUR"}`
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, changed, nil, fn)); !slices.Equal(got, []string{id1}) {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, changed)); !slices.Equal(got, []string{id1}) {
 			t.Errorf("failures = %v, want [%s]", got, id1)
 		}
 	})
@@ -199,7 +209,7 @@ func TestSQSBatch(t *testing.T) {
 		}
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return errors.New("nope") }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, fifo, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 1 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, fifo)); !slices.Equal(got, []string{id1, id2}) || calls != 1 {
 			t.Errorf("failures = %v after %d calls, want [%s %s] after 1", got, calls, id1, id2)
 		}
 	})
@@ -208,7 +218,7 @@ func TestSQSBatch(t *testing.T) {
 		g := dedupe.New(&faultyStore{Store: memstore.New(), claimErr: errStoreDown}, nil)
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, nil, fn)); !slices.Equal(got, []string{id1, id2}) || calls != 0 {
+		if got := failedIDs(dedupe.SQS(g, nil, fn)(ctx, ev)); !slices.Equal(got, []string{id1, id2}) || calls != 0 {
 			t.Errorf("failures = %v after %d calls, want both after 0", got, calls)
 		}
 	})
@@ -223,7 +233,7 @@ func TestSQSBatch(t *testing.T) {
 		}}
 		calls := 0
 		fn := func(context.Context, events.SQSMessage) error { calls++; return nil }
-		if got := failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)); !slices.Equal(got, []string{id2}) || calls != 1 {
+		if got := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, ev)); !slices.Equal(got, []string{id2}) || calls != 1 {
 			t.Errorf("failures = %v after %d calls, want [%s] after 1", got, calls, id2)
 		}
 	})
@@ -244,22 +254,19 @@ func TestBatchFailsWhole(t *testing.T) {
 		}{
 			{"SQS", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: secret, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}}}
-				resp, err := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.SQSMessage) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.SQS(g, &dedupe.SQSConfig{ReportBatchItemFailures: report}, func(context.Context, events.SQSMessage) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 			{"Kinesis", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: secret, EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s",
 					Kinesis: events.KinesisRecord{SequenceNumber: "1", Data: []byte(secret)}}}}
-				resp, err := dedupe.KinesisBatch(context.Background(), g, ev, &dedupe.KinesisConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.KinesisEventRecord) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.Kinesis(g, &dedupe.KinesisConfig{ReportBatchItemFailures: report}, func(context.Context, events.KinesisEventRecord) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 			{"DynamoDB", func(g *dedupe.Guard, failing bool) (int, error) {
 				ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: secret, EventSourceArn: "arn:aws:dynamodb:eu-west-1:1:table/t/stream/x",
 					Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}}
-				resp, err := dedupe.DynamoDBBatch(context.Background(), g, ev, &dedupe.DynamoDBConfig{ReportBatchItemFailures: report},
-					func(context.Context, events.DynamoDBEventRecord) error { return map[bool]error{true: fail}[failing] })
+				resp, err := dedupe.DynamoDBStream(g, &dedupe.DynamoDBStreamConfig{ReportBatchItemFailures: report}, func(context.Context, events.DynamoDBEventRecord) error { return map[bool]error{true: fail}[failing] })(context.Background(), ev)
 				return len(resp.BatchItemFailures), err
 			}},
 		} {

@@ -98,44 +98,20 @@ func ExampleMiddleware() {
 	// 201 "order 1\n" replayed="true"
 }
 
-// Guard an EventBridge or SQS handler: the event's ID is the key, its
-// payload the fingerprint, and a redelivery gets the first result.
-func ExampleRunJSON() {
-	g := dedupe.New(memstore.New(), nil)
-	type Shipment struct {
-		Tracking string `json:"tracking"`
-	}
-	ship := func(ctx context.Context) (Shipment, error) {
-		fmt.Println("shipping")
-		return Shipment{Tracking: "1Z999"}, nil
-	}
-	ev := events.EventBridgeEvent{ID: "7bf73129-1428-4cd3-a780-95db273d1602", Detail: []byte(`{"orderId":"ord_1001"}`)}
-	for range 2 {
-		s, err := dedupe.RunJSON(context.Background(), g, ev.ID, ev.Detail, ship)
-		fmt.Println(s.Tracking, err)
-	}
-	// Output:
-	// shipping
-	// 1Z999 <nil>
-	// 1Z999 <nil>
-}
-
 // Process an SQS batch exactly once per message. A failed message fails
 // the whole batch (ErrBatchFailed), which is safe whether or not the event
 // source mapping reports batch item failures: SQS delivers every message
 // again, and the one already processed is a duplicate then.
-func ExampleSQSBatch() {
+func ExampleSQS() {
 	g := dedupe.New(memstore.New(), nil)
 	down := true
-	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return dedupe.SQSBatch(ctx, g, ev, nil, func(ctx context.Context, m events.SQSMessage) error {
-			if down && m.MessageId == "m-2" {
-				return errors.New("warehouse unavailable")
-			}
-			fmt.Println("processing", m.Body)
-			return nil
-		})
-	}
+	handler := dedupe.SQS(g, nil, func(ctx context.Context, m events.SQSMessage) error {
+		if down && m.MessageId == "m-2" {
+			return errors.New("warehouse unavailable")
+		}
+		fmt.Println("processing", m.Body)
+		return nil
+	}) // lambda.Start(handler)
 	arn := "arn:aws:sqs:eu-west-1:123456789012:orders"
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
@@ -164,12 +140,12 @@ func ExampleSQSConfig_reportBatchItemFailures() {
 		{MessageId: "m-1", EventSourceARN: arn, Body: `{"orderId":"ord_1001"}`},
 		{MessageId: "m-2", EventSourceARN: arn, Body: `{"orderId":"ord_1002"}`},
 	}}
-	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(_ context.Context, m events.SQSMessage) error {
+	resp, err := dedupe.SQS(g, cfg, func(_ context.Context, m events.SQSMessage) error {
 		if m.MessageId == "m-2" {
 			return errors.New("warehouse unavailable")
 		}
 		return nil
-	})
+	})(context.Background(), ev)
 	fmt.Println(resp.BatchItemFailures[0].ItemIdentifier, err)
 	// Output:
 	// m-2 <nil>

@@ -38,31 +38,12 @@ func ExampleClaimFrom() {
 		return p.charge(c.DownstreamKey(), 1250), nil
 	}
 	ctx := context.Background()
-	a, _ := dedupe.Do(ctx, g, "order-42", nil, charge)
-	b, _ := dedupe.Do(ctx, g, "order-42", nil, charge)
+	a, _ := dedupe.Once(ctx, g, "order-42", nil, charge)
+	b, _ := dedupe.Once(ctx, g, "order-42", nil, charge)
 	fmt.Println(a.Value, a.Replayed, b.Value, b.Replayed)
 	// Output:
 	// charged 1250
 	// ch_1 false ch_1 true
-}
-
-// Do tells a replay from a fresh run and folds the errors after which the
-// value is still valid into Warning.
-func ExampleDo() {
-	g := dedupe.New(memstore.New(), nil)
-	ctx := context.Background()
-	detail := json.RawMessage(`{"orderId":"ord_1","amount":1250}`)
-	for range 2 {
-		a, err := dedupe.Do(ctx, g, "evt-1", detail, func(context.Context) (string, error) { return "shipped", nil })
-		if err != nil {
-			fmt.Println("redeliver:", err)
-			continue
-		}
-		fmt.Println(a.Value, "replayed:", a.Replayed, "recorded:", a.Recorded, "warning:", a.Warning)
-	}
-	// Output:
-	// shipped replayed: false recorded: true warning: <nil>
-	// shipped replayed: true recorded: true warning: <nil>
 }
 
 func ExampleJSONFields() {
@@ -97,10 +78,10 @@ func ExampleSQSConfig_businessKey() {
 		{MessageId: "m-1", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:00"}`},
 		{MessageId: "m-2", EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders", Body: `{"orderId":"ord_1","amount":1250,"sentAt":"10:00:07"}`},
 	}}
-	resp, err := dedupe.SQSBatch(context.Background(), g, ev, cfg, func(context.Context, events.SQSMessage) error {
+	resp, err := dedupe.SQS(g, cfg, func(context.Context, events.SQSMessage) error {
 		fmt.Println("shipping ord_1")
 		return nil
-	})
+	})(context.Background(), ev)
 	fmt.Println("failures:", len(resp.BatchItemFailures), err)
 	// Output:
 	// shipping ord_1
@@ -115,7 +96,7 @@ func ExampleSQSConfig_businessKey() {
 // records processed before a retry are duplicates then. (Without
 // ReportBatchItemFailures, the failure fails the whole batch, which is
 // retried from its first record.)
-func ExampleKinesisBatch() {
+func ExampleKinesis() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "clicks"})
 	rec := func(seq, data string) events.KinesisEventRecord {
 		return events.KinesisEventRecord{EventID: "shardId-0:" + seq, EventSourceArn: "arn:aws:kinesis:eu-west-1:123456789012:stream/clicks",
@@ -130,11 +111,11 @@ func ExampleKinesisBatch() {
 		fmt.Println("processed", string(r.Kinesis.Data))
 		return nil
 	}
-	cfg := &dedupe.KinesisConfig{ReportBatchItemFailures: true}
-	resp, _ := dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
+	handler := dedupe.Kinesis(g, &dedupe.KinesisConfig{ReportBatchItemFailures: true}, process) // lambda.Start(handler)
+	resp, _ := handler(context.Background(), ev)
 	fmt.Println("retry from", resp.BatchItemFailures[0].ItemIdentifier)
 	down = false
-	resp, _ = dedupe.KinesisBatch(context.Background(), g, ev, cfg, process)
+	resp, _ = handler(context.Background(), ev)
 	fmt.Println("failures:", len(resp.BatchItemFailures))
 	// Output:
 	// processed {"n":1}
@@ -145,18 +126,19 @@ func ExampleKinesisBatch() {
 }
 
 // A DynamoDB Streams consumer reacts to each change once.
-func ExampleDynamoDBBatch() {
+func ExampleDynamoDBStream() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "order-events"})
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{
 		EventID: "c81e728d", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2026-01-01T00:00:00.000",
 		Change: events.DynamoDBStreamRecord{SequenceNumber: "100",
 			NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("order#1")}},
 	}}}
+	handler := dedupe.DynamoDBStream(g, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
+		fmt.Println("notify", r.Change.NewImage["pk"].String())
+		return nil
+	}) // lambda.Start(handler)
 	for range 2 { // the stream delivers the record twice
-		_, err := dedupe.DynamoDBBatch(context.Background(), g, ev, nil, func(_ context.Context, r events.DynamoDBEventRecord) error {
-			fmt.Println("notify", r.Change.NewImage["pk"].String())
-			return nil
-		})
+		_, err := handler(context.Background(), ev)
 		fmt.Println("error:", err)
 	}
 	// Output:
@@ -167,12 +149,12 @@ func ExampleDynamoDBBatch() {
 
 // An EventBridge consumer keys by the event's ID, which EventBridge keeps
 // across its retries, and fingerprints the detail.
-func ExampleDo_eventBridge() {
+func ExampleOnce_eventBridge() {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "invoices"})
 	ev := events.EventBridgeEvent{ID: "7bf73129-1428-4cd3-a780-95db273d1602", DetailType: "OrderPlaced",
 		Source: "shop.orders", Detail: json.RawMessage(`{"orderId":"ord_1","total":1250}`)}
 	handle := func(ctx context.Context, ev events.EventBridgeEvent) error {
-		a, err := dedupe.Do(ctx, g, ev.ID, ev.Detail, func(context.Context) (string, error) {
+		a, err := dedupe.Once(ctx, g, ev.ID, ev.Detail, func(context.Context) (string, error) {
 			return "inv_1", nil
 		})
 		if err != nil {
@@ -193,7 +175,7 @@ func ExampleHTTPConfig_key() {
 	g := dedupe.New(memstore.New(), nil)
 	cfg := &dedupe.HTTPConfig{
 		KeyHeader: "X-Request-Id",
-		FingerprintBody: func(_ any, body []byte) ([]byte, error) {
+		Fingerprint: func(_ any, body []byte) ([]byte, error) {
 			return dedupe.WithoutJSONFields(body, "clientTime")
 		},
 	}
@@ -235,7 +217,7 @@ func ExampleConfig_heartbeat() {
 		NewTicker:    func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} },
 		Now:          func() time.Time { return now },
 	})
-	out, err := g.Run(context.Background(), "report-2026-11", "", func(ctx context.Context) (dedupe.Result, error) {
+	out, err := g.Do(context.Background(), dedupe.Call{Key: "report-2026-11", Fingerprint: ""}, func(ctx context.Context) (dedupe.Result, error) {
 		c, _ := dedupe.ClaimFrom(ctx)
 		fmt.Println("lease at claim ends", c.LeaseUntil.Format(time.TimeOnly))
 		now = now.Add(25 * time.Second)
@@ -257,10 +239,10 @@ func ExampleConfig_minHold() {
 	withdraw := func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{}, fmt.Errorf("bank: %w", context.DeadlineExceeded)
 	}
-	_, err := g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "withdrawal-7", Fingerprint: "fp"}, withdraw)
 	fmt.Println(err)
 	now = now.Add(5 * time.Minute)
-	_, err = g.Run(context.Background(), "withdrawal-7", "fp", withdraw)
+	_, err = g.Do(context.Background(), dedupe.Call{Key: "withdrawal-7", Fingerprint: "fp"}, withdraw)
 	var conflict *dedupe.ConflictError
 	if errors.As(err, &conflict) {
 		fmt.Println(errors.Is(err, dedupe.ErrInProgress), "retry after", conflict.RetryAfter(now))

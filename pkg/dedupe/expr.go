@@ -19,26 +19,6 @@ import (
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 )
 
-// Errors of expressions over events. (They belong with the sentinels of
-// errors.go; they are here while that file is edited elsewhere.)
-var (
-	// ErrNoKey reports an event from which a key or scope expression
-	// selected nothing usable as a key (see Expr.Key): null, an empty
-	// string, a boolean, an object, an empty list, a number that is not
-	// a whole number, a value computed from a missing one
-	// (to_string(orderId) of an event without orderId), or an error in
-	// evaluating it (powertools_json on text that is not JSON). Such an
-	// event is refused; it never runs unguarded and never shares a key.
-	ErrNoKey = errors.New("dedupe: expression selected no usable key from the event")
-
-	// ErrNoFingerprint reports an event from which a fingerprint
-	// expression selected no information (see Expr.Payload: only nulls
-	// and empty lists or objects, or a value computed from a missing
-	// one), a number it cannot compare exactly, or failed. Such an event
-	// is refused.
-	ErrNoFingerprint = errors.New("dedupe: expression selected nothing to fingerprint from the event")
-)
-
 // maxDecodedBytes bounds what powertools_base64_gzip inflates, so that a
 // small event cannot expand without limit: 6 MiB, Lambda's largest
 // synchronous payload.
@@ -48,7 +28,7 @@ const maxDecodedBytes = 6 << 20
 // exact float64, so two different ones never compare equal.
 const maxExactInt = 1 << 53
 
-// Expr is a JMESPath expression (https://jmespath.org), compiled once,
+// jmesExpr is a JMESPath expression (https://jmespath.org), compiled once,
 // that selects a key or the fingerprinted part of an event, as
 // Powertools' event_key_jmespath and payload_validation_jmespath do.
 // Besides JMESPath's own functions it has Powertools' three:
@@ -66,21 +46,21 @@ const maxExactInt = 1 << 53
 // objects are visited in key order (keys, values, items, the *
 // projection), so that one event always gives one selection.
 //
-// An Expr is safe for concurrent use.
-type Expr struct {
+// An jmesExpr is safe for concurrent use.
+type jmesExpr struct {
 	src   string
 	ast   parsing.ASTNode
 	shape shape
 }
 
-// CompileExpr compiles a JMESPath expression. It refuses, so that a bad
+// compileExpr compiles a JMESPath expression. It refuses, so that a bad
 // expression fails at construction, never at the first event: an empty
 // one; a syntax error; a function that does not exist; a function called
 // with too few or too many arguments (a variadic one, not_null or merge,
 // needs at least one); an argument that can never have a type the
 // function takes (lower({a: a}), join(',', `1`)); an undefined variable;
 // and a call that reads nothing of the event and fails (abs('x')).
-func CompileExpr(src string) (*Expr, error) {
+func compileExpr(src string) (*jmesExpr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("dedupe: compile expression: empty")
 	}
@@ -92,13 +72,13 @@ func CompileExpr(src string) (*Expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedupe: compile expression %q: %w", src, err)
 	}
-	return &Expr{src: src, ast: ast, shape: sh}, nil
+	return &jmesExpr{src: src, ast: ast, shape: sh}, nil
 }
 
-// MustCompileExpr is CompileExpr for expressions known at init; it panics
+// mustCompileExpr is compileExpr for expressions known at init; it panics
 // on a bad one.
-func MustCompileExpr(src string) *Expr {
-	e, err := CompileExpr(src)
+func mustCompileExpr(src string) *jmesExpr {
+	e, err := compileExpr(src)
 	if err != nil {
 		panic(err)
 	}
@@ -106,7 +86,7 @@ func MustCompileExpr(src string) *Expr {
 }
 
 // String returns the expression's source.
-func (e *Expr) String() string { return e.src }
+func (e *jmesExpr) String() string { return e.src }
 
 // Search evaluates the expression against event and returns what it
 // selected, as encoding/json decodes JSON into an any (strings,
@@ -114,7 +94,7 @@ func (e *Expr) String() string { return e.src }
 // the event as []byte or json.RawMessage, or any value that
 // encoding/json encodes (an events.EventBridgeEvent, your own struct):
 // the expression sees the event as its JSON.
-func (e *Expr) Search(event any) (any, error) {
+func (e *jmesExpr) Search(event any) (any, error) {
 	tree, err := eventTree(event)
 	if err != nil {
 		return nil, err
@@ -129,7 +109,7 @@ func (e *Expr) Search(event any) (any, error) {
 
 // search evaluates the expression on a decoded event. Its errors name
 // the expression and what went wrong, never a value of the event.
-func (e *Expr) search(tree any) (val, error) {
+func (e *jmesExpr) search(tree any) (val, error) {
 	ev := evaluator{root: tree, funcs: exprFunctions()}
 	v, err := ev.eval(e.ast, val{v: tree})
 	if err != nil {
@@ -153,7 +133,7 @@ func (e *Expr) search(tree any) (val, error) {
 // projection that skipped a null, a literal default such as
 // orderId || 'none', an element a filter chose because a field is
 // missing), or from a number float64 cannot hold exactly.
-func (e *Expr) Key(event any) (string, error) {
+func (e *jmesExpr) Key(event any) (string, error) {
 	tree, err := eventTree(event)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrNoKey, err)
@@ -207,7 +187,7 @@ func (k keySel) write(b *strings.Builder) {
 
 // keySel evaluates the expression on a decoded event and checks what it
 // selected.
-func (e *Expr) keySel(tree any) (keySel, error) {
+func (e *jmesExpr) keySel(tree any) (keySel, error) {
 	v, err := e.search(tree)
 	if err != nil {
 		return keySel{}, fmt.Errorf("%w: %w", ErrNoKey, err)
@@ -252,7 +232,7 @@ func (e *Expr) keySel(tree any) (keySel, error) {
 // exactly (one computed from a number float64 cannot hold, or a computed
 // whole number of 2^53 or more). Numbers selected from the event as they
 // are keep their exact digits.
-func (e *Expr) Payload(event any) ([]byte, error) {
+func (e *jmesExpr) Payload(event any) ([]byte, error) {
 	tree, err := eventTree(event)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoFingerprint, err)
@@ -260,7 +240,7 @@ func (e *Expr) Payload(event any) ([]byte, error) {
 	return e.payload(tree)
 }
 
-func (e *Expr) payload(tree any) ([]byte, error) {
+func (e *jmesExpr) payload(tree any) ([]byte, error) {
 	v, err := e.search(tree)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoFingerprint, err)

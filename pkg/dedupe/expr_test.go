@@ -351,3 +351,17 @@ func TestExprErrorsNeverQuoteValues(t *testing.T) {
 		t.Errorf("Key of broken JSON: %v; want an error quoting nothing", err)
 	}
 }
+
+// TestExprKeyPowertools checks that expressions pick keys out of any
+// event with Powertools' functions, and that a missing field is named.
+func TestExprKeyPowertools(t *testing.T) {
+	kinesisData := `{"data":"eyJvcmRlcklkIjoib3JkXzcifQ=="}` // base64 of {"orderId":"ord_7"}
+	k, err := dedupe.MustCompileExpr("powertools_json(powertools_base64(data)).orderId").Key([]byte(kinesisData))
+	if k != "=sord_7|" || err != nil {
+		t.Errorf("got %q, %v; want =sord_7|", k, err)
+	}
+	_, err = dedupe.MustCompileExpr("orderID").Key([]byte(`{"orderId":"ord_7"}`))
+	if want := `dedupe: expression selected no usable key from the event: "orderID" selected null (a missing field?)`; !errors.Is(err, dedupe.ErrNoKey) || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}

@@ -134,7 +134,7 @@ var returnKinds = map[string]kinds{
 	"max": kNumber | kString, "min": kNumber | kString, "reverse": kArray | kString,
 }
 
-// shape is what CompileExpr knows of an expression without an event.
+// shape is what compileExpr knows of an expression without an event.
 type shape struct {
 	kinds      kinds // what it may produce
 	readsInput bool  // depends on the value it is evaluated on

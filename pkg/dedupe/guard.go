@@ -107,11 +107,6 @@ func (g *Guard) Key(key string) string {
 	return boundKey(g.cfg.Prefix + "#" + key)
 }
 
-// Run is Do without a Keep predicate: every successful result is stored.
-func (g *Guard) Run(ctx context.Context, key, fingerprint string, fn Func) (Outcome, error) {
-	return g.Do(ctx, Call{Key: key, Fingerprint: fingerprint}, fn)
-}
-
 // Do claims call.Key and runs fn once, or answers a duplicate.
 //
 // The key must be non-empty valid UTF-8; anything else returns
@@ -214,8 +209,8 @@ func (g *Guard) do(ctx context.Context, call Call, fn Func, ev *Event) (Outcome,
 				Now:         now,
 				LeaseUntil:  leaseUntil,
 				ExpiresAt:   leaseUntil.Add(g.retention(call)),
-				RequestID:   RequestIDFrom(ctx),
-				Trace:       TraceFrom(ctx),
+				RequestID:   requestIDFrom(ctx),
+				Trace:       traceFrom(ctx),
 			})
 		})
 		if err != nil {
@@ -452,8 +447,8 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 				Now:        now,
 				ExpiresAt:  now.Add(g.retention(call)),
 				OmitResult: omit,
-				RequestID:  RequestIDFrom(ctx),
-				Trace:      TraceFrom(ctx),
+				RequestID:  requestIDFrom(ctx),
+				Trace:      traceFrom(ctx),
 			})
 		})
 		if err == nil || !errors.Is(err, ErrStoreUnavailable) || attempt == completeAttempts {
@@ -471,7 +466,7 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 		if c := g.cfg.Cache; c != nil {
 			c.put(Record{Key: key, Status: StatusCompleted, Fingerprint: call.Fingerprint, Token: token,
 				Result: &result, ExpiresAt: time.Unix(now.Add(g.retention(call)).Unix(), 0), CreatedAt: rec.CreatedAt, UpdatedAt: now,
-				RequestID: RequestIDFrom(ctx), Trace: TraceFrom(ctx)})
+				RequestID: requestIDFrom(ctx), Trace: traceFrom(ctx)})
 		}
 		return out, nil
 	case errors.Is(err, ErrResultTooLarge):
@@ -491,7 +486,7 @@ func (g *Guard) execute(ctx context.Context, call Call, key, token string, rec R
 
 // unencodableError is what a Func returns when its work succeeded but its
 // result cannot be encoded: the guard then records the run as completed
-// without a result instead of releasing the key (see RunJSON).
+// without a result instead of releasing the key (see Once).
 type unencodableError struct{ err error }
 
 func (e *unencodableError) Error() string { return "encode result: " + e.err.Error() }

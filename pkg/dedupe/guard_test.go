@@ -95,7 +95,7 @@ func TestRunOnceThenReplay(t *testing.T) {
 	ctx := context.Background()
 	runs := 0
 
-	first, err := g.Run(ctx, "k1", "fp", counter(&runs, "charged"))
+	first, err := g.Do(ctx, dedupe.Call{Key: "k1", Fingerprint: "fp"}, counter(&runs, "charged"))
 	if err != nil {
 		t.Fatalf("first Run: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestRunOnceThenReplay(t *testing.T) {
 		t.Errorf("first outcome = %+v, want stored fresh result", first)
 	}
 	clk.Advance(time.Hour)
-	second, err := g.Run(ctx, "k1", "fp", counter(&runs, "charged again"))
+	second, err := g.Do(ctx, dedupe.Call{Key: "k1", Fingerprint: "fp"}, counter(&runs, "charged again"))
 	if err != nil {
 		t.Fatalf("second Run: %v", err)
 	}
@@ -132,11 +132,11 @@ func TestRetention(t *testing.T) {
 			clk := newClock()
 			g := dedupe.New(memstore.New(), &dedupe.Config{Now: clk.Now, Retention: time.Minute})
 			runs := 0
-			if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x")); err != nil {
+			if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x")); err != nil {
 				t.Fatalf("first Run: %v", err)
 			}
 			clk.Advance(tt.advance)
-			out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x"))
+			out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x"))
 			if err != nil {
 				t.Fatalf("second Run: %v", err)
 			}
@@ -162,7 +162,7 @@ func TestPrefixDefaultsToFunctionName(t *testing.T) {
 func TestEmptyKey(t *testing.T) {
 	g := dedupe.New(memstore.New(), nil)
 	runs := 0
-	_, err := g.Run(context.Background(), "", "fp", counter(&runs, "x"))
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "", Fingerprint: "fp"}, counter(&runs, "x"))
 	if !errors.Is(err, dedupe.ErrInvalidKey) || runs != 0 {
 		t.Errorf("err = %v, runs = %d; want ErrInvalidKey and no run", err, runs)
 	}
@@ -175,9 +175,9 @@ func TestConflicts(t *testing.T) {
 	var inner error
 	var innerOut dedupe.Outcome
 	innerRuns := 0
-	_, err := g.Run(ctx, "k", "fp", func(ctx context.Context) (dedupe.Result, error) {
+	_, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 		clk.Advance(10*time.Second + 300*time.Millisecond)
-		innerOut, inner = g.Run(ctx, "k", "fp", counter(&innerRuns, "dup"))
+		innerOut, inner = g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&innerRuns, "dup"))
 		return result("first"), nil
 	})
 	if err != nil {
@@ -194,7 +194,7 @@ func TestConflicts(t *testing.T) {
 		t.Errorf("duplicate ran %d times, outcome %+v; want no run", innerRuns, innerOut)
 	}
 
-	_, err = g.Run(ctx, "k", "other-fp", counter(&innerRuns, "dup"))
+	_, err = g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "other-fp"}, counter(&innerRuns, "dup"))
 	if !errors.Is(err, dedupe.ErrFingerprintMismatch) || !errors.As(err, &ce) || ce.Record.Fingerprint != "fp" {
 		t.Errorf("different fingerprint: %v, want ConflictError wrapping ErrFingerprintMismatch", err)
 	}
@@ -248,11 +248,11 @@ func TestFailureReleases(t *testing.T) {
 			if rec, err := store.Get(context.Background(), g.Key("k"), time.Now()); err != nil || !rec.LeaseExpired(time.Now()) {
 				t.Errorf("record after failure = %+v, %v; want it kept with its lease ended", rec, err)
 			}
-			if _, err := g.Run(context.Background(), "k", "fp-other", counter(new(int), "other")); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+			if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp-other"}, counter(new(int), "other")); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
 				t.Errorf("different request after failure: err %v, want ErrFingerprintMismatch", err)
 			}
 			runs := 0
-			if _, err := g.Run(context.Background(), "k", "fp", counter(&runs, "retry")); err != nil || runs != 1 {
+			if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "retry")); err != nil || runs != 1 {
 				t.Errorf("retry: err %v, runs %d; want a fresh run", err, runs)
 			}
 		})
@@ -268,11 +268,11 @@ func TestTimedOutOwnerCannotOverwriteTakeover(t *testing.T) {
 
 	var second dedupe.Outcome
 	var secondErr error
-	first, err := g.Run(deadline, "k", "fp", func(context.Context) (dedupe.Result, error) {
+	first, err := g.Do(deadline, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		// The first invocation overruns its deadline and its lease (5s + 1s
 		// margin); meanwhile a retry takes the key over and completes.
 		clk.Advance(7 * time.Second)
-		second, secondErr = g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+		second, secondErr = g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			return result("second"), nil
 		})
 		return result("first"), nil
@@ -318,7 +318,7 @@ func TestLease(t *testing.T) {
 				defer cancel()
 			}
 			var rec dedupe.Record
-			_, err := g.Run(ctx, tt.name, "fp", func(ctx context.Context) (dedupe.Result, error) {
+			_, err := g.Do(ctx, dedupe.Call{Key: tt.name, Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 				var err error
 				rec, err = store.Get(ctx, g.Key(tt.name), clk.Now())
 				return dedupe.Result{}, err
@@ -338,7 +338,7 @@ func TestStoreDown(t *testing.T) {
 	t.Run("fail closed", func(t *testing.T) {
 		g := dedupe.New(&faultStore{Store: memstore.New(), claim: down}, nil)
 		runs := 0
-		out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x"))
+		out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x"))
 		if !errors.Is(err, dedupe.ErrStoreUnavailable) || runs != 0 || out.Stored {
 			t.Errorf("err = %v, runs = %d; want ErrStoreUnavailable and no run", err, runs)
 		}
@@ -346,7 +346,7 @@ func TestStoreDown(t *testing.T) {
 	t.Run("fail open", func(t *testing.T) {
 		g := dedupe.New(&faultStore{Store: memstore.New(), claim: down}, &dedupe.Config{FailOpen: true})
 		runs := 0
-		out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "unguarded"))
+		out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "unguarded"))
 		if !errors.Is(err, dedupe.ErrRanUnguarded) || !errors.Is(err, dedupe.ErrStoreUnavailable) {
 			t.Errorf("err = %v, want ErrRanUnguarded wrapping the store error", err)
 		}
@@ -375,7 +375,7 @@ func TestCompleteRetriesTransientFailures(t *testing.T) {
 			}}
 			g := dedupe.New(fs, nil)
 			runs := 0
-			out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "done"))
+			out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "done"))
 			if out.Stored != tt.wantStored || string(out.Result.Body) != "done" {
 				t.Errorf("outcome = %+v, want stored %v with the real result", out, tt.wantStored)
 			}
@@ -408,7 +408,7 @@ func TestCancelledCallerStillRecords(t *testing.T) {
 			g := dedupe.New(store, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			out, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) {
+			out, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 				cancel()
 				return result("done"), tt.fnErr
 			})
@@ -429,7 +429,7 @@ func TestReleaseFailureIsReported(t *testing.T) {
 	boom := errors.New("handler failed")
 	fs := &faultStore{Store: memstore.New(), release: func(int) error { return errUnavailable }}
 	g := dedupe.New(fs, nil)
-	_, err := g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{}, boom
 	})
 	if !errors.Is(err, boom) || !errors.Is(err, dedupe.ErrStoreUnavailable) {
@@ -457,7 +457,7 @@ func TestClaimRaceIsRetried(t *testing.T) {
 			}}
 			g := dedupe.New(fs, &dedupe.Config{Now: clk.Now})
 			runs := 0
-			out, err := g.Run(context.Background(), "k", "fp", counter(&runs, "x"))
+			out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x"))
 			if err != nil || runs != 1 || !out.Stored || fs.claims != 2 {
 				t.Errorf("got %+v, %v after %d runs and %d claims; want one stored run after 2 claims", out, err, runs, fs.claims)
 			}
@@ -471,7 +471,7 @@ func TestClaimRaceIsRetried(t *testing.T) {
 		always := &faultStore{Store: memstore.New(), claim: func(int) (dedupe.ClaimResult, error, bool) {
 			return dedupe.ClaimResult{}, nil, true
 		}}
-		_, err := dedupe.New(always, &dedupe.Config{FailOpen: failOpen}).Run(context.Background(), "k", "fp", counter(&runs, "x"))
+		_, err := dedupe.New(always, &dedupe.Config{FailOpen: failOpen}).Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x"))
 		var conflict *dedupe.ConflictError
 		if !errors.As(err, &conflict) || !errors.Is(err, dedupe.ErrInProgress) || errors.Is(err, dedupe.ErrStoreUnavailable) || always.claims != 3 || runs != 0 {
 			t.Errorf("FailOpen %v: err = %v after %d claims and %d runs, want a ConflictError in progress after 3 claims, no run", failOpen, err, always.claims, runs)
@@ -485,7 +485,7 @@ func TestReplayOfOmittedResult(t *testing.T) {
 		return dedupe.ClaimResult{Record: omitted}, nil, true
 	}}
 	runs := 0
-	out, err := dedupe.New(fs, nil).Run(context.Background(), "k", "fp", counter(&runs, "x"))
+	out, err := dedupe.New(fs, nil).Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, counter(&runs, "x"))
 	if !errors.Is(err, dedupe.ErrResultOmitted) || runs != 0 || !out.Replayed {
 		t.Errorf("err = %v, runs = %d, outcome %+v; want ErrResultOmitted without a run", err, runs, out)
 	}
@@ -501,7 +501,7 @@ func TestConcurrentRunsExecuteOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+			out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 				mu.Lock()
 				runs++
 				mu.Unlock()
@@ -534,7 +534,7 @@ func TestGuardKeyBounds(t *testing.T) {
 	long := "customer:alice@example.com/" + strings.Repeat("order-", 1000)
 	runs := 0
 	for range 2 {
-		if _, err := g.Run(context.Background(), long, "fp", counter(&runs, "done")); err != nil {
+		if _, err := g.Do(context.Background(), dedupe.Call{Key: long, Fingerprint: "fp"}, counter(&runs, "done")); err != nil {
 			t.Fatalf("Run(%d-byte key): %v", len(long), err)
 		}
 	}
@@ -547,12 +547,12 @@ func TestGuardKeyBounds(t *testing.T) {
 	if g.Key(long) == g.Key(long+"x") {
 		t.Error("two long keys share a stored key")
 	}
-	if _, err := g.Run(context.Background(), "bad\xffkey", "fp", counter(&runs, "x")); !errors.Is(err, dedupe.ErrInvalidKey) || runs != 1 {
+	if _, err := g.Do(context.Background(), dedupe.Call{Key: "bad\xffkey", Fingerprint: "fp"}, counter(&runs, "x")); !errors.Is(err, dedupe.ErrInvalidKey) || runs != 1 {
 		t.Errorf("Run(invalid UTF-8) = %v after %d runs, want ErrInvalidKey and no run", err, runs)
 	}
 	// A permanent store error names the key by its KeyRef only.
-	_, err := g.Run(context.Background(), "alice@example.com", "fp2", counter(&runs, "x"))
-	_, err = g.Run(context.Background(), "alice@example.com", "fp3", counter(&runs, "x"))
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "alice@example.com", Fingerprint: "fp2"}, counter(&runs, "x"))
+	_, err = g.Do(context.Background(), dedupe.Call{Key: "alice@example.com", Fingerprint: "fp3"}, counter(&runs, "x"))
 	if err == nil || strings.Contains(err.Error(), "alice@example.com") {
 		t.Errorf("error %v, want one that does not quote the key", err)
 	}

@@ -5,31 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// HandlerConfig configures Handler. Key is required; Scope is required
-// for event types Handler knows no scope of (see Handler).
-type HandlerConfig struct {
-	// Key is a JMESPath expression (see Expr) that selects the event's
-	// idempotency key from its JSON, as Powertools' event_key_jmespath:
-	// "id" for an EventBridge event, "powertools_json(body).orderId"
-	// for an API Gateway request, "[customer, orderId]" for a key of two
-	// fields. An event for which it selects no usable key (Expr.Key) is
-	// refused with an error wrapping ErrNoKey: the handler does not run.
+// HandlerConfig configures Handler for results of type Out. Key is
+// required; Scope is required for event types Handler knows no scope of
+// (see Handler). A nil *HandlerConfig is refused, since it has no Key.
+type HandlerConfig[Out any] struct {
+	// Key is a JMESPath expression (see docs/powertools.md, "Expressions")
+	// that selects the event's idempotency key from its JSON, as
+	// Powertools' event_key_jmespath: "id" for an EventBridge event,
+	// "Records[].Sns.MessageId" for an SNS notification, "[customer,
+	// orderId]" for a key of two fields. An event for which it selects no
+	// usable key (a missing field, null, an empty string, an object, a
+	// boolean, a number that is not whole) is refused with an error
+	// wrapping ErrNoKey: the handler does not run.
 	Key string
 
 	// Fingerprint is a JMESPath expression that selects what of the
 	// event identifies the request, as Powertools'
 	// payload_validation_jmespath: a duplicate whose selection differs
 	// is refused with ErrFingerprintMismatch. An event for which it
-	// selects no information (Expr.Payload) is refused with
-	// ErrNoFingerprint. Empty means the event type's default (see
-	// Handler).
+	// selects no information (only nulls, empty lists or objects) is
+	// refused with ErrNoFingerprint. Empty means the event type's
+	// default (see Handler).
 	Fingerprint string
 
 	// Scope is a JMESPath expression that names the key space of an
@@ -43,46 +46,62 @@ type HandlerConfig struct {
 	// empty Scope.
 	Scope string
 
-	// SharedScope lets API Gateway and Function URL requests with no
-	// principal share one key space per API, stage and route, as
-	// HTTPConfig.SharedScope does. Set it only for anonymous callers
-	// whose keys are unguessable. Without it such a request is refused
-	// with ErrNoPrincipal. Handler refuses it for other event types,
-	// where it would mean nothing.
-	SharedScope bool
+	// Retention is how long a completed run is replayed, overriding
+	// Config.Retention for this handler, as Powertools'
+	// expires_after_seconds. Zero means the guard's; Handler refuses a
+	// value below MinRetention (negative included). A store that keeps
+	// large results elsewhere must keep them as long (dynamostore's
+	// LargeResults: the bucket's lifecycle, docs/large-responses.md),
+	// else a duplicate after the lifecycle gets ErrResultOmitted.
+	Retention time.Duration
+
+	// Keep reports whether a result is stored and replayed. A result it
+	// rejects is returned to the caller and not stored, and its key is
+	// released, so that a retry runs h again, as HTTPConfig.Keep releases
+	// a 5xx answer. Nil keeps every result.
+	Keep func(Out) bool
+
+	// OnReplay, when set, is called with every replayed result before it
+	// is returned (h did not run), and may adjust it, as
+	// HTTPConfig.OnReplay adjusts a replayed response and Powertools'
+	// response_hook does: it is how the handler's caller learns that an
+	// answer was replayed. It sees a decoded copy: the stored record is
+	// not changed.
+	OnReplay func(ctx context.Context, out *Out)
 }
 
 // Handler makes a Lambda handler idempotent, as Powertools' idempotent
 // decorator does: the returned function runs h at most once per key and
 // answers a duplicate with the first run's Out, stored JSON-encoded and
-// decoded again so that it encodes to the same bytes (see Once). The key
-// is selected from the event by cfg.Key, within a scope:
+// decoded again so that it encodes to the same bytes (see Once, which it
+// is built on). The key is selected from the event by cfg.Key, within a
+// scope:
 //
-//	event type                         default scope                       default fingerprint
-//	events.EventBridgeEvent            account, region, source, detail-type  detail
-//	events.APIGatewayV2HTTPRequest,    API and stage (domain for a URL),   method, path, query, body
-//	events.APIGatewayProxyRequest,     route, principal (DefaultPrincipal;
-//	events.LambdaFunctionURLRequest    none: refused unless SharedScope)
-//	any other type                     none: cfg.Scope is required         the whole event
+//	event type                 default scope                          default fingerprint
+//	events.EventBridgeEvent    account, region, source, detail-type   detail
+//	any other type             none: cfg.Scope is required            the whole event
 //
 // Expressions see the event as h sees it: the JSON encoding/json writes
 // for the In the runtime decoded, numbers exact; the whole-event
 // fingerprint is that JSON (CanonicalJSON).
 //
+// It suits events that are one request each: EventBridge events, SNS
+// notifications (events.SNSEvent, one record per invocation), S3
+// notifications (events.S3Event), a Step Functions task's input, direct
+// invocations; the examples show each. Events that have an adapter of
+// their own are refused at construction, with the adapter to use: HTTP
+// requests (HTTPAPI, RESTAPI, FunctionURL; an ALB request is refused
+// too) and batches whose items must be guarded one by one (SQS, Kinesis,
+// DynamoDBStream; events.KafkaEvent, events.ActiveMQEvent,
+// events.RabbitMQEvent and events.KinesisFirehoseEvent, whose retries may
+// regroup records: guard each record with Once).
+//
 // The function returns h's own errors (after releasing the key, so a
 // retry runs again), a *ConflictError (in progress: Config.Wait lets it
 // wait for the first run instead; or the key reused with a different
 // fingerprint), ErrResultOmitted, store failures, and refusals: ErrNoKey,
-// ErrNoFingerprint, ErrNoPrincipal. Each of these reaches Lambda as an
-// error, so an asynchronous event is retried and then sent to its
-// dead-letter queue. When Out is the response type of an HTTP event
-// (events.APIGatewayV2HTTPResponse, events.APIGatewayProxyResponse,
-// events.LambdaFunctionURLResponse), all but h's own errors are answered
-// as the HTTP adapters answer them, with a problem response and a nil
-// error: 400 (ProblemKeyUnusable), 409 with Retry-After, 422, 503, 500.
-// An HTTP response (those three, and events.ALBTargetGroupResponse) is
-// stored by the HTTP adapters' rule, DefaultKeep: a 5xx, 408, 425 or 429
-// (or a nil response) releases the key, so that a retry runs h again.
+// ErrNoFingerprint. Each of these reaches Lambda as an error, so an
+// asynchronous event is retried and then sent to its dead-letter queue.
 // A run whose result could not be recorded (ErrNotStored,
 // ErrRanUnguarded) returns h's result and no error: the guard logs it;
 // one whose result could not be encoded returns it with the error
@@ -90,41 +109,49 @@ type HandlerConfig struct {
 //
 // Handler compiles the expressions and checks cfg and the types when it
 // is called, and returns an error naming the field or type and the fix
-// for what could never work: an expression CompileExpr refuses; a Key or
-// Fingerprint that reads nothing of the event (every event would share
-// it); a Key or Scope that can only select something that is no key (a
-// boolean, an object); a Fingerprint that can only select null; an In
-// that can never be scoped (an events.ALBTargetGroupRequest, a WebSocket
-// or authorizer request, a struct of yours into which the runtime would
-// decode an HTTP request's requestContext, matching names
-// case-insensitively); an Out that can never be stored and replayed (a
-// streamed response, an interface with methods, a type encoding/json
-// always fails on).
+// for what could never work: a nil cfg or an empty Key; an expression
+// that does not compile; a Key or Fingerprint that reads nothing of the
+// event (every event would share it); a Key or Scope that can only select
+// something that is no key (a boolean, an object); a Fingerprint that can
+// only select null; a Retention below MinRetention; an In that has an
+// adapter of its own or can never be scoped (the event types above, as
+// values, pointers, types defined from them or structs embedding them; a
+// WebSocket or authorizer request; a struct of yours into which the runtime would decode an HTTP
+// request's requestContext, matching names case-insensitively); an Out
+// that can never be stored and replayed (a streamed response, an
+// interface with methods, a type encoding/json always fails on).
 //
-//	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id"}, process)
+//	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[Receipt]{Key: "id"}, process)
 //	if err != nil {
 //		log.Fatal(err) // in main
 //	}
 //	lambda.Start(h)
-func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, In) (Out, error)) (func(context.Context, In) (Out, error), error) {
+func Handler[In, Out any](g *Guard, cfg *HandlerConfig[Out], h func(context.Context, In) (Out, error)) (func(context.Context, In) (Out, error), error) {
 	if g == nil || h == nil {
 		return nil, errors.New("dedupe: Handler: nil Guard or handler")
 	}
-	if strings.TrimSpace(cfg.Key) == "" {
-		return nil, errors.New(`dedupe: Handler: HandlerConfig.Key is empty; set it to a JMESPath expression that selects the event's idempotency key, such as "id" or "powertools_json(body).orderId"`)
+	if cfg == nil {
+		return nil, errors.New(`dedupe: Handler: the HandlerConfig is nil; pass one whose Key is a JMESPath expression that selects the event's idempotency key, such as "id"`)
 	}
-	key, err := CompileExpr(cfg.Key)
+	c := *cfg
+	if strings.TrimSpace(c.Key) == "" {
+		return nil, errors.New(`dedupe: Handler: HandlerConfig.Key is empty; set it to a JMESPath expression that selects the event's idempotency key, such as "id" or "[customer, orderId]"`)
+	}
+	if c.Retention < 0 || (c.Retention > 0 && c.Retention < MinRetention) {
+		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Retention is %v: set it to at least %v (MinRetention), or 0 for the guard's", c.Retention, MinRetention)
+	}
+	key, err := compileExpr(c.Key)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Key: %w", err)
 	}
-	var fp, scope *Expr
-	if cfg.Fingerprint != "" {
-		if fp, err = CompileExpr(cfg.Fingerprint); err != nil {
+	var fp, scope *jmesExpr
+	if c.Fingerprint != "" {
+		if fp, err = compileExpr(c.Fingerprint); err != nil {
 			return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Fingerprint: %w", err)
 		}
 	}
-	if cfg.Scope != "" {
-		if scope, err = CompileExpr(cfg.Scope); err != nil {
+	if c.Scope != "" {
+		if scope, err = compileExpr(c.Scope); err != nil {
 			return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Scope: %w", err)
 		}
 	}
@@ -133,44 +160,36 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 	if err := checkInType(reflect.TypeFor[In]()); err != nil {
 		return nil, err
 	}
-	switch {
-	case kind == customEvent && scope == nil:
+	if kind == customEvent && scope == nil {
 		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.Scope is empty and events of type %T have no default scope; set it to an expression that names where the events come from, a literal such as \"'orders-service'\" or a field such as \"tenantId\", so that two sources' keys never meet", zero)
-	case cfg.SharedScope && kind != httpEventKind:
-		return nil, fmt.Errorf("dedupe: Handler: HandlerConfig.SharedScope applies to API Gateway and Function URL events only, not to %T; remove it", zero)
 	}
 	if err := checkExprs(key, fp, scope); err != nil {
 		return nil, err
 	}
-	outType := reflect.TypeFor[Out]()
-	if err := checkOutType(outType); err != nil {
+	if err := checkOutType(reflect.TypeFor[Out]()); err != nil {
 		return nil, err
-	}
-	var keep func(Out) bool
-	if httpResponse(outType) {
-		keep = func(o Out) bool { return keepHTTP(o) }
 	}
 	return func(ctx context.Context, in In) (Out, error) {
 		var out Out
-		k, payload, outcome, err := handlerKey(in, kind, key, fp, scope, cfg.SharedScope)
+		k, payload, outcome, err := handlerKey(in, kind, key, fp, scope)
 		if err != nil {
 			g.emit(ctx, Event{Outcome: outcome, Err: err})
-			return problemOr[Out](g, err)
+			return out, err
 		}
 		ran := false
-		a, err := onceKeep(ctx, g, k, payload, keep, func(ctx context.Context) (Out, error) {
+		a, err := onceKeep(ctx, g, Call{Key: k, Retention: c.Retention}, payload, c.Keep, func(ctx context.Context) (Out, error) {
 			ran = true
 			return h(ctx, in)
 		})
 		switch {
-		case err != nil && ran:
-			return out, err // h's own error: Lambda's, as in the HTTP adapters
 		case err != nil:
-			return problemOr[Out](g, err)
+			return out, err // h's own error when it ran: Lambda's, as in the HTTP adapters
 		case errors.Is(a.Warning, errUnencodable):
 			// The run is recorded without its result, which the Lambda
 			// runtime could not encode either: say why.
 			return a.Value, a.Warning
+		case a.Replayed && !ran && c.OnReplay != nil:
+			c.OnReplay(ctx, &a.Value)
 		}
 		return a.Value, nil
 	}, nil
@@ -180,7 +199,7 @@ func Handler[In, Out any](g *Guard, cfg HandlerConfig, h func(context.Context, I
 // expressions that could never work: a key or fingerprint that reads
 // nothing of the event (every event would share it), and a selection
 // that can never be a key, or is always null.
-func checkExprs(key, fp, scope *Expr) error {
+func checkExprs(key, fp, scope *jmesExpr) error {
 	const keyKinds = kString | kNumber | kArray
 	switch {
 	case !key.shape.readsEvent():
@@ -197,58 +216,10 @@ func checkExprs(key, fp, scope *Expr) error {
 	return nil
 }
 
-// ProblemKeyUnusable (400) is the problem Handler answers an HTTP request
-// with when its key, scope or fingerprint expression selects nothing
-// usable from it (ErrNoKey, ErrNoFingerprint).
-const ProblemKeyUnusable = "tag:lambda-dedupe.github.io,2026:idempotency-key-unusable"
-
-// problemOr returns the refusal err as Out when Out is an API Gateway or
-// Function URL response: the problem response the HTTP adapters answer
-// for it, with a nil error. For any other Out it returns err.
-func problemOr[Out any](g *Guard, err error) (Out, error) {
-	var out Out
-	var res Result
-	var conflict *ConflictError
-	switch {
-	case errors.Is(err, ErrNoKey) || errors.Is(err, ErrNoFingerprint):
-		body, _ := json.Marshal(Problem{ProblemKeyUnusable, "Idempotency key is missing or unusable", http.StatusBadRequest,
-			"This operation needs an idempotency key in the request, and it has none usable."})
-		res = Result{StatusCode: http.StatusBadRequest, Headers: map[string][]string{"Content-Type": {ProblemContentType}}, Body: body}
-	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
-		res = problemResult(ProblemInProgress, conflict.RetryAfter(g.Now()))
-	case errors.As(err, &conflict):
-		res = problemResult(ProblemKeyReused, 0)
-	case errors.Is(err, ErrResultOmitted):
-		res = problemResult(ProblemResultUnavailable, 0)
-	case errors.Is(err, ErrResultUnreadable):
-		res = problemResult(ProblemResultUnreadable, storeRetryAfter)
-	case errors.Is(err, ErrStoreUnavailable):
-		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
-	default:
-		res = problemResult(ProblemInternal, 0) // no principal, a permanent store error
-	}
-	hdr := make(map[string]string, len(res.Headers))
-	for k, vs := range res.Headers {
-		hdr[k] = vs[0]
-	}
-	switch o := any(&out).(type) {
-	case *events.APIGatewayV2HTTPResponse:
-		*o = events.APIGatewayV2HTTPResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
-	case *events.APIGatewayProxyResponse:
-		*o = events.APIGatewayProxyResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
-	case *events.LambdaFunctionURLResponse:
-		*o = events.LambdaFunctionURLResponse{StatusCode: res.StatusCode, Headers: hdr, Body: string(res.Body)}
-	default:
-		return out, err
-	}
-	return out, nil
-}
-
 // The kinds of event Handler knows a default scope of.
 const (
 	customEvent = iota
 	eventBridgeEvent
-	httpEventKind
 )
 
 // kindOf returns the kind of an event type.
@@ -256,31 +227,8 @@ func kindOf(in any) int {
 	switch in.(type) {
 	case events.EventBridgeEvent, *events.EventBridgeEvent:
 		return eventBridgeEvent
-	case events.APIGatewayV2HTTPRequest, *events.APIGatewayV2HTTPRequest,
-		events.APIGatewayProxyRequest, *events.APIGatewayProxyRequest,
-		events.LambdaFunctionURLRequest, *events.LambdaFunctionURLRequest:
-		return httpEventKind
 	}
 	return customEvent
-}
-
-// asHTTPEvent returns the httpEvent of an HTTP event.
-func asHTTPEvent(in any) httpEvent {
-	switch r := in.(type) {
-	case events.APIGatewayV2HTTPRequest:
-		return (*v2Event)(&r)
-	case *events.APIGatewayV2HTTPRequest:
-		return (*v2Event)(r)
-	case events.APIGatewayProxyRequest:
-		return (*v1Event)(&r)
-	case *events.APIGatewayProxyRequest:
-		return (*v1Event)(r)
-	case events.LambdaFunctionURLRequest:
-		return (*urlEvent)(&r)
-	case *events.LambdaFunctionURLRequest:
-		return (*urlEvent)(r)
-	}
-	return nil
 }
 
 // handlerKey returns the guard key and the fingerprinted payload of one
@@ -289,7 +237,7 @@ func asHTTPEvent(in any) httpEvent {
 // the runtime decoded, numbers exact.
 //
 //	handler|<default scope>|<Scope selection>|<Key selection>   (see keySel.write)
-func handlerKey(in any, kind int, key, fp, scope *Expr, shared bool) (k string, payload []byte, outcome string, err error) {
+func handlerKey(in any, kind int, key, fp, scope *jmesExpr) (k string, payload []byte, outcome string, err error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: encode event: %w", ErrNoKey, safeJSONError(err))
@@ -307,27 +255,6 @@ func handlerKey(in any, kind int, key, fp, scope *Expr, shared bool) (k string, 
 		}
 		defScope = []string{"events", ev.AccountID, ev.Region, ev.Source, ev.DetailType}
 		payload = ev.Detail
-	case httpEventKind:
-		ev := asHTTPEvent(in)
-		principal := DefaultPrincipal(in)
-		if principal == "" && !shared {
-			return "", nil, OutcomeInvalidRequest, fmt.Errorf("handler: %w", ErrNoPrincipal)
-		}
-		route := ev.route()
-		defScope = []string{"http", scopeKey(ev.scope(), route, principal, "")}
-		body, _, err := ev.body(-1)
-		if err != nil {
-			return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: read body: %w", ErrNoFingerprint, err)
-		}
-		payload = body
-		defer func() {
-			if err == nil {
-				// Method and route are in the scope; the actual target
-				// (path parameters, query) enters the fingerprint whatever
-				// Fingerprint selects, as in the HTTP adapters.
-				payload = appendBody(appendPart(ev.appendTarget(nil), route), payload)
-			}
-		}()
 	default:
 		if hasRequestContext(tree) {
 			return "", nil, OutcomeInvalidRequest, fmt.Errorf("handler: an HTTP request decoded as %T has no known principal; %s: %w", in, httpRequestAdvice, ErrNoPrincipal)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -39,26 +40,40 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 		make func() error
 		want string
 	}{
-		{"no key", func() error { _, err := dedupe.Handler(g, dedupe.HandlerConfig{}, eb); return err }, "HandlerConfig.Key is empty"},
-		{"bad key", func() error { _, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "detail.["}, eb); return err }, "HandlerConfig.Key"},
+		{"no key", func() error { _, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{}, eb); return err }, "HandlerConfig.Key is empty"},
+		{"bad key", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "detail.["}, eb)
+			return err
+		}, "HandlerConfig.Key"},
 		{"unknown function", func() error {
-			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "powertools_jsn(body).id"}, eb)
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "powertools_jsn(body).id"}, eb)
 			return err
 		}, "unknown function"},
 		{"bad fingerprint", func() error {
-			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Fingerprint: "a[?"}, eb)
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Fingerprint: "a[?"}, eb)
 			return err
 		}, "HandlerConfig.Fingerprint"},
 		{"bad scope", func() error {
-			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "nope("}, custom)
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Scope: "nope("}, custom)
 			return err
 		}, "HandlerConfig.Scope"},
-		{"custom event without scope", func() error { _, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id"}, custom); return err }, "HandlerConfig.Scope is empty and events of type dedupe_test.order have no default scope"},
-		{"shared scope off HTTP", func() error {
-			_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", SharedScope: true}, eb)
+		{"custom event without scope", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, custom)
 			return err
-		}, "SharedScope applies to API Gateway and Function URL events only"},
-		{"nil guard", func() error { _, err := dedupe.Handler(nil, dedupe.HandlerConfig{Key: "id"}, eb); return err }, "nil Guard"},
+		}, "HandlerConfig.Scope is empty and events of type dedupe_test.order have no default scope"},
+		{"nil config", func() error { _, err := dedupe.Handler[events.EventBridgeEvent, chargeReceipt](g, nil, eb); return err }, "the HandlerConfig is nil"},
+		{"short retention", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: time.Second}, eb)
+			return err
+		}, "HandlerConfig.Retention is 1s: set it to at least 1m0s"},
+		{"negative retention", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: -time.Hour}, eb)
+			return err
+		}, "HandlerConfig.Retention is -1h0m0s"},
+		{"nil guard", func() error {
+			_, err := dedupe.Handler(nil, &dedupe.HandlerConfig[chargeReceipt]{Key: "id"}, eb)
+			return err
+		}, "nil Guard"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.make(); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -92,7 +107,7 @@ func TestHandlerEventBridge(t *testing.T) {
 	var log eventLog
 	g := dedupe.New(memstore.New(), log.config("billing"))
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "detail.orderId", Fingerprint: "detail.[amount, currency]"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "detail.orderId", Fingerprint: "detail.[amount, currency]"},
 		func(_ context.Context, ev events.EventBridgeEvent) (chargeReceipt, error) {
 			runs++
 			var d struct{ Amount int }
@@ -135,104 +150,69 @@ func TestHandlerEventBridge(t *testing.T) {
 	}
 }
 
-// TestHandlerAPIGateway checks the wrapper on real API Gateway requests:
-// keys are scoped by principal, a request without one is refused unless
-// SharedScope, refusals are the HTTP adapters' problem responses, and an
-// HTTP request decoded into a map is refused.
-func TestHandlerAPIGateway(t *testing.T) {
-	var alice events.APIGatewayV2HTTPRequest
-	fixture(t, "apigw-v2-jwt.json", &alice)
-	bob := alice
-	bob.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
-		Claims: map[string]string{"iss": alice.RequestContext.Authorizer.JWT.Claims["iss"], "sub": "user-bob"}}}
-	anonymous := alice
-	anonymous.RequestContext.Authorizer = nil
-
-	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "payments"})
-	runs := 0
-	pay := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		runs++
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: `{"payment":"pay_` + req.RequestContext.Authorizer.JWT.Claims["sub"] + `"}`}, nil
+// TestHandlerRefusesAdaptedEvents checks that Handler refuses, at
+// construction, the events that have an entry point of their own, as
+// values, pointers, aliases and types defined from them, naming the entry
+// point; and that an HTTP request decoded into a map is refused per event.
+func TestHandlerRefusesAdaptedEvents(t *testing.T) {
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t"})
+	type alias = events.APIGatewayV2HTTPRequest
+	type defined events.APIGatewayProxyRequest
+	type definedBatch events.SQSEvent
+	type embeddedBatch struct {
+		*events.KinesisEvent
+		Note string
 	}
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: `headers."idempotency-key"`}, pay)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"HTTP API", svcHandler(g, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			return events.APIGatewayV2HTTPResponse{}, nil
+		}), "use dedupe.HTTPAPI"},
+		{"HTTP API pointer", svcHandler(g, func(context.Context, *events.APIGatewayV2HTTPRequest) (string, error) { return "", nil }), "use dedupe.HTTPAPI"},
+		{"HTTP API alias", svcHandler(g, func(context.Context, alias) (string, error) { return "", nil }), "use dedupe.HTTPAPI"},
+		{"REST API defined type", svcHandler(g, func(context.Context, defined) (string, error) { return "", nil }), "use dedupe.RESTAPI"},
+		{"REST API", svcHandler(g, func(context.Context, events.APIGatewayProxyRequest) (string, error) { return "", nil }), "use dedupe.RESTAPI"},
+		{"Function URL", svcHandler(g, func(context.Context, **events.LambdaFunctionURLRequest) (string, error) { return "", nil }), "use dedupe.FunctionURL"},
+		{"SQS", svcHandler(g, func(context.Context, events.SQSEvent) (string, error) { return "", nil }), "use dedupe.SQS"},
+		{"SQS defined type", svcHandler(g, func(context.Context, *definedBatch) (string, error) { return "", nil }), "use dedupe.SQS"},
+		{"Kinesis", svcHandler(g, func(context.Context, events.KinesisEvent) (string, error) { return "", nil }), "use dedupe.Kinesis"},
+		{"Kinesis embedded", svcHandler(g, func(context.Context, embeddedBatch) (string, error) { return "", nil }), "embed events.KinesisEvent, which has an entry point of its own: a batch's records are guarded one by one: use dedupe.Kinesis"},
+		{"DynamoDB Streams", svcHandler(g, func(context.Context, *events.DynamoDBEvent) (string, error) { return "", nil }), "use dedupe.DynamoDBStream"},
+		{"Kafka", svcHandler(g, func(context.Context, events.KafkaEvent) (string, error) { return "", nil }), "guard each record with dedupe.Once"},
+		{"ActiveMQ", svcHandler(g, func(context.Context, events.ActiveMQEvent) (string, error) { return "", nil }), "guard each message with dedupe.Once"},
+		{"RabbitMQ", svcHandler(g, func(context.Context, *events.RabbitMQEvent) (string, error) { return "", nil }), "guard each message with dedupe.Once"},
+		{"Firehose", svcHandler(g, func(context.Context, events.KinesisFirehoseEvent) (events.KinesisFirehoseResponse, error) {
+			return events.KinesisFirehoseResponse{}, nil
+		}), "guard each record with dedupe.Once"},
 	}
-	ctx := context.Background()
-	a1, err := h(ctx, alice)
-	a2, err2 := h(ctx, alice)
-	if err != nil || err2 != nil || a1.Body != a2.Body || runs != 1 {
-		t.Errorf("alice twice: %q %v, %q %v after %d runs; want one run and its replay", a1.Body, err, a2.Body, err2, runs)
-	}
-	b, err := h(ctx, bob)
-	if err != nil || b.Body != `{"payment":"pay_user-bob"}` || runs != 2 {
-		t.Errorf("bob with alice's key: %q, %v after %d runs; want his own run", b.Body, err, runs)
-	}
-	if resp, err := h(ctx, anonymous); err != nil || problemType(resp) != dedupe.ProblemInternal || resp.StatusCode != 500 || runs != 2 {
-		t.Errorf("anonymous: %d %s, %v after %d runs, want the 500 problem (ErrNoPrincipal)", resp.StatusCode, resp.Body, err, runs)
-	}
-	keyless := alice
-	keyless.Headers = map[string]string{"content-type": "application/json"}
-	if resp, err := h(ctx, keyless); err != nil || problemType(resp) != dedupe.ProblemKeyUnusable || resp.StatusCode != 400 || runs != 2 {
-		t.Errorf("keyless: %d %s, %v after %d runs, want the 400 problem", resp.StatusCode, resp.Body, err, runs)
-	}
-	shared, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: `headers."idempotency-key"`, SharedScope: true},
-		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			runs++
-			return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) || !strings.HasPrefix(tt.err.Error(), "dedupe: Handler: ") {
+				t.Errorf("got %v, want a refusal naming %q", tt.err, tt.want)
+			}
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := shared(ctx, anonymous); err != nil || runs != 3 {
-		t.Errorf("anonymous with SharedScope: %v after %d runs, want a run", err, runs)
-	}
-	// Another path parameter under the same route is another request.
-	other := alice
-	other.PathParameters = map[string]string{"id": "2"}
-	if resp, err := h(ctx, other); err != nil || resp.StatusCode != 422 || problemType(resp) != dedupe.ProblemKeyReused {
-		t.Errorf("same key, other path parameter: %d %s, %v; want the 422 problem", resp.StatusCode, resp.Body, err)
-	}
-	// A duplicate that arrives while the first request runs: 409 with
-	// Retry-After. And the handler's own error stays an error.
-	var dup events.APIGatewayV2HTTPResponse
-	inner := dedupe.HandlerConfig{Key: `headers."idempotency-key"`}
-	var slow func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-	slow, err = dedupe.Handler(g, inner, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		dup, _ = slow(ctx, req)
-		return events.APIGatewayV2HTTPResponse{}, errors.New("downstream down")
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	flight := alice
-	flight.Headers = map[string]string{"idempotency-key": "in-flight"}
-	if _, err := slow(ctx, flight); err == nil || err.Error() != "downstream down" {
-		t.Errorf("handler error: %v, want it returned as is", err)
-	}
-	if dup.StatusCode != 409 || problemType(dup) != dedupe.ProblemInProgress || dup.Headers["Retry-After"] == "" {
-		t.Errorf("duplicate in flight: %d %v %s, want the 409 problem with Retry-After", dup.StatusCode, dup.Headers, dup.Body)
 	}
 
-	raw, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: `headers."idempotency-key"`, Scope: "requestContext.apiId"},
+	raw, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: `headers."idempotency-key"`, Scope: "requestContext.apiId"},
 		func(context.Context, map[string]any) (string, error) { t.Error("ran"); return "", nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
 	fixture(t, "apigw-v2-jwt.json", &m)
-	if _, err := raw(ctx, m); !errors.Is(err, dedupe.ErrNoPrincipal) {
+	if _, err := raw(context.Background(), m); !errors.Is(err, dedupe.ErrNoPrincipal) {
 		t.Errorf("HTTP request as a map: %v, want ErrNoPrincipal", err)
 	}
 }
 
-// problemType returns the type of a problem response, "" for another.
-func problemType(resp events.APIGatewayV2HTTPResponse) string {
-	var p dedupe.Problem
-	if resp.Headers["Content-Type"] != dedupe.ProblemContentType || json.Unmarshal([]byte(resp.Body), &p) != nil {
-		return ""
-	}
-	return p.Type
+// svcHandler builds a Handler with Key "id" and Scope "'svc'", and
+// returns its refusal.
+func svcHandler[In, Out any](g *dedupe.Guard, h func(context.Context, In) (Out, error)) error {
+	_, err := dedupe.Handler(g, &dedupe.HandlerConfig[Out]{Key: "id", Scope: "'svc'"}, h)
+	return err
 }
 
 // TestHandlerCustomEvent checks the wrapper on a custom event: the named
@@ -240,7 +220,7 @@ func problemType(resp events.APIGatewayV2HTTPResponse) string {
 func TestHandlerCustomEvent(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "orders"})
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant", Fingerprint: "amount"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Scope: "tenant", Fingerprint: "amount"},
 		func(_ context.Context, o order) (chargeReceipt, error) {
 			runs++
 			return chargeReceipt{Order: o.Tenant + "/" + o.ID, Charge: o.Amount}, nil
@@ -302,36 +282,35 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 		events.APIGatewayV2HTTPRequest
 		Note string
 	}
-	cfg := dedupe.HandlerConfig{Key: "id", Scope: "'svc'"}
-	_, err := dedupe.Handler(g, cfg, func(context.Context, untagged) (string, error) { return "", nil })
+	err := svcHandler(g, func(context.Context, untagged) (string, error) { return "", nil })
 	refuse("untagged RequestContext", err, "field RequestContext receives the requestContext")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, lowerTag) (string, error) { return "", nil })
+	err = svcHandler(g, func(context.Context, lowerTag) (string, error) { return "", nil })
 	refuse("requestcontext tag", err, "field Ctx receives the requestContext")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, *embedded) (string, error) { return "", nil })
+	err = svcHandler(g, func(context.Context, *embedded) (string, error) { return "", nil })
 	refuse("embedded", err, "field inner.RequestContext")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, embeddedPtr) (string, error) { return "", nil })
+	err = svcHandler(g, func(context.Context, embeddedPtr) (string, error) { return "", nil })
 	refuse("embedded pointer", err, "field inner.RequestContext")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, extended) (string, error) { return "", nil })
-	refuse("extended HTTP request", err, "take events.APIGatewayV2HTTPRequest")
+	err = svcHandler(g, func(context.Context, extended) (string, error) { return "", nil })
+	refuse("extended HTTP request", err, "embed events.APIGatewayV2HTTPRequest, which has an entry point of its own: use dedupe.HTTPAPI")
 
-	_, err = dedupe.Handler(g, cfg, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
+	err = svcHandler(g, func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		return events.ALBTargetGroupResponse{}, nil
 	})
 	refuse("ALB", err, "events of type events.ALBTargetGroupRequest cannot be scoped: an ALB request names no caller Handler can trust; use the ALB adapter (dedupe.ALB)")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+	err = svcHandler(g, func(context.Context, *events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 		return events.APIGatewayProxyResponse{}, nil
 	})
 	refuse("WebSocket", err, "cannot be scoped: a WebSocket message")
 
-	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (*events.LambdaFunctionURLStreamingResponse, error) { return nil, nil })
+	err = svcHandler(g, func(context.Context, order) (*events.LambdaFunctionURLStreamingResponse, error) { return nil, nil })
 	refuse("streamed", err, "are streamed")
-	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (fmt.Stringer, error) { return nil, nil })
+	err = svcHandler(g, func(context.Context, order) (fmt.Stringer, error) { return nil, nil })
 	refuse("interface", err, "cannot fill an interface with methods")
 	type withChan struct {
 		ID   string
 		Done chan struct{}
 	}
-	_, err = dedupe.Handler(g, cfg, func(context.Context, order) (withChan, error) { return withChan{}, nil })
+	err = svcHandler(g, func(context.Context, order) (withChan, error) { return withChan{}, nil })
 	refuse("chan field", err, "field Done is a chan")
 
 	for _, tt := range []struct{ name, key, fp, scope, want string }{
@@ -346,7 +325,7 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 		if scope == "" {
 			scope = "'svc'"
 		}
-		_, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: tt.key, Fingerprint: tt.fp, Scope: scope},
+		_, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: tt.key, Fingerprint: tt.fp, Scope: scope},
 			func(context.Context, order) (string, error) { return "", nil })
 		refuse(tt.name, err, tt.want)
 	}
@@ -356,7 +335,7 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 // into a map is refused however the runtime spelled requestContext.
 func TestHandlerRequestContextInAMap(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "id", Scope: "'svc'"},
 		func(context.Context, map[string]any) (string, error) { t.Error("ran"); return "", nil })
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +360,7 @@ type account struct {
 func TestHandlerDefaultFingerprintExact(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[int64]{Key: "id", Scope: "tenant"},
 		func(_ context.Context, a account) (int64, error) { runs++; return a.Account, nil })
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +379,7 @@ func TestHandlerDefaultFingerprintExact(t *testing.T) {
 		t.Errorf("the neighbouring account with the same key = %d, %v after %d runs; want ErrFingerprintMismatch, never the first account's answer", other, err, runs)
 	}
 	// Keyed by the account itself, the two are two keys.
-	byAccount, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "account", Scope: "tenant"},
+	byAccount, err := dedupe.Handler(g, &dedupe.HandlerConfig[int64]{Key: "account", Scope: "tenant"},
 		func(_ context.Context, a account) (int64, error) { runs++; return a.Account, nil })
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +397,7 @@ func TestHandlerDefaultFingerprintExact(t *testing.T) {
 func TestHandlerRawEventFingerprint(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "id", Scope: "'svc'"},
 		func(_ context.Context, raw json.RawMessage) (string, error) { runs++; return string(raw), nil })
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +406,7 @@ func TestHandlerRawEventFingerprint(t *testing.T) {
 	for i, ev := range []string{`{"id":"k","amount":1,"amount":2}`, `{"id":"k","amount":2,"amount":1}`, `{"id":"k","n":9007199254740993}`, `{"id":"k","n":9007199254740992}`} {
 		if i%2 == 0 {
 			g = dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
-			h, _ = dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "'svc'"},
+			h, _ = dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "id", Scope: "'svc'"},
 				func(_ context.Context, raw json.RawMessage) (string, error) { runs++; return string(raw), nil })
 			if _, err := h(ctx, json.RawMessage(ev)); err != nil {
 				t.Fatal(err)
@@ -473,7 +452,7 @@ func TestHandlerResultEncodingFails(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
 			runs := 0
-			h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+			h, err := dedupe.Handler(g, &dedupe.HandlerConfig[receiptOut]{Key: "id", Scope: "tenant"},
 				func(_ context.Context, o order) (receiptOut, error) {
 					runs++
 					return receiptOut{ID: o.ID, mode: mode}, nil
@@ -498,17 +477,21 @@ func TestHandlerResultEncodingFails(t *testing.T) {
 	}
 }
 
-// TestHandlerHTTPResultsKeptAsAdapters checks that HTTP responses are
-// stored by the HTTP adapters' rule (issue 30): a 5xx, 408, 425 or 429,
-// or a nil response, releases the key, and the retry runs again.
-func TestHandlerHTTPResultsKeptAsAdapters(t *testing.T) {
+// TestHandlerKeep checks HandlerConfig.Keep: a result it rejects is
+// returned and not stored, and the retry runs again; one it keeps is
+// replayed; nil keeps every result.
+func TestHandlerKeep(t *testing.T) {
+	keepStatus := func(r events.APIGatewayV2HTTPResponse) bool { return dedupe.DefaultKeep(r.StatusCode) }
 	for _, tt := range []struct {
 		status int
+		keep   func(events.APIGatewayV2HTTPResponse) bool
 		stored bool
-	}{{201, true}, {409, true}, {500, false}, {503, false}, {429, false}, {408, false}, {425, false}} {
+	}{{201, keepStatus, true}, {409, keepStatus, true}, {500, keepStatus, false}, {503, keepStatus, false},
+		{429, keepStatus, false}, {408, keepStatus, false}, {425, keepStatus, false}, {503, nil, true}} {
 		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
-		runs := 0
-		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		runs, replays := 0, 0
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[events.APIGatewayV2HTTPResponse]{Key: "id", Scope: "tenant", Keep: tt.keep,
+			OnReplay: func(context.Context, *events.APIGatewayV2HTTPResponse) { replays++ }},
 			func(context.Context, order) (events.APIGatewayV2HTTPResponse, error) {
 				runs++
 				return events.APIGatewayV2HTTPResponse{StatusCode: tt.status}, nil
@@ -521,29 +504,31 @@ func TestHandlerHTTPResultsKeptAsAdapters(t *testing.T) {
 				t.Errorf("%d: %d, %v", tt.status, resp.StatusCode, err)
 			}
 		}
-		if want := map[bool]int{true: 1, false: 2}[tt.stored]; runs != want {
-			t.Errorf("status %d: %d runs for two calls, want %d", tt.status, runs, want)
+		if want := map[bool]int{true: 1, false: 2}[tt.stored]; runs != want || replays != 2-want {
+			t.Errorf("status %d (keep %v): %d runs and %d replays for two calls, want %d runs", tt.status, tt.keep != nil, runs, replays, want)
 		}
 	}
-	// Pointers too, and a nil response is never stored.
-	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+}
+
+// TestHandlerRetention checks HandlerConfig.Retention: the record is
+// replayed for its Retention, not the guard's, and runs again after.
+func TestHandlerRetention(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger(), Retention: time.Hour, Now: func() time.Time { return now }})
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
-		func(context.Context, order) (*events.ALBTargetGroupResponse, error) {
-			runs++
-			if runs == 1 {
-				return nil, nil
-			}
-			return &events.ALBTargetGroupResponse{StatusCode: 503}, nil
-		})
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[int]{Key: "id", Scope: "tenant", Retention: 48 * time.Hour},
+		func(context.Context, order) (int, error) { runs++; return runs, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		h(context.Background(), order{"acme", "o-1", 1})
-	}
-	if runs != 3 {
-		t.Errorf("nil, then 503 responses: %d runs for three calls, want 3", runs)
+	for _, tt := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 1}, {2 * time.Hour, 1}, {47 * time.Hour, 1}, {49 * time.Hour, 2}} {
+		now = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(tt.after)
+		if got, err := h(context.Background(), order{"acme", "o-1", 1}); err != nil || got != tt.want {
+			t.Errorf("after %v: got %d, %v; want %d", tt.after, got, err, tt.want)
+		}
 	}
 }
 
@@ -570,7 +555,7 @@ func TestHandlerReplaysExactly(t *testing.T) {
 		return dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger()})
 	}
 	check("map of int64", func() (any, any, error) {
-		h, _ := dedupe.Handler(newHandler(), dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		h, _ := dedupe.Handler(newHandler(), &dedupe.HandlerConfig[map[string]any]{Key: "id", Scope: "tenant"},
 			func(context.Context, order) (map[string]any, error) {
 				return map[string]any{"n": int64(9007199254740993), "f": 0.1, "s": "<&>"}, nil
 			})
@@ -579,7 +564,7 @@ func TestHandlerReplaysExactly(t *testing.T) {
 		return a, b, err
 	})
 	check("struct in any", func() (any, any, error) {
-		h, _ := dedupe.Handler(newHandler(), dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+		h, _ := dedupe.Handler(newHandler(), &dedupe.HandlerConfig[any]{Key: "id", Scope: "tenant"},
 			func(context.Context, order) (any, error) { return unsorted{Zeta: 9007199254740993, Alpha: "a"}, nil })
 		a, _ := h(ctx, order{"acme", "o", 1})
 		b, err := h(ctx, order{"acme", "o", 1})
@@ -590,7 +575,7 @@ func TestHandlerReplaysExactly(t *testing.T) {
 	// rather than another one.
 	g := newHandler()
 	runs := 0
-	h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "id", Scope: "tenant"},
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[holder]{Key: "id", Scope: "tenant"},
 		func(context.Context, order) (holder, error) {
 			runs++
 			return holder{V: unsorted{Zeta: 1, Alpha: "a"}}, nil
@@ -610,7 +595,14 @@ func TestHandlerReplaysExactly(t *testing.T) {
 // returns nor the guard's log lines quote an event value (issue 30).
 func TestHandlerLogsNoEventValues(t *testing.T) {
 	var logs strings.Builder
-	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	// The time is dropped: its digits ("...101737...") could spell a secret.
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime}))})
 	type payment struct {
 		Tenant string            `json:"tenant"`
 		ID     any               `json:"id"`
@@ -625,7 +617,7 @@ func TestHandlerLogsNoEventValues(t *testing.T) {
 		{"id", ""}, {"powertools_json(email).x", ""}, {"email", "abs(name)"}, {"email", "powertools_json(name)"},
 		{"email", "to_string(nope)"}, {"card.number", "[nope]"},
 	} {
-		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: tt.key, Fingerprint: tt.fp, Scope: "tenant"},
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: tt.key, Fingerprint: tt.fp, Scope: "tenant"},
 			func(context.Context, payment) (string, error) { return "", nil })
 		if err != nil {
 			t.Fatalf("%s %s: %v", tt.key, tt.fp, err)
@@ -676,7 +668,7 @@ func TestHandlerRefusesEmptySelections(t *testing.T) {
 	second := ev
 	second.Detail = json.RawMessage(`{"orderId":"ord_1","total":9999,"cur":"EUR"}`)
 	for _, fp := range []string{"detail.[amount, currency]", "detail.{amount: amount, currency: currency}", "detail.lines[*].price", "to_string(detail.amount)"} {
-		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: "detail.orderId", Fingerprint: fp}, bill)
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "detail.orderId", Fingerprint: fp}, bill)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -687,7 +679,7 @@ func TestHandlerRefusesEmptySelections(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"to_string(detail.order_id)", "type(detail.order_id)", "detail.order_id || 'none'", "not_null(detail.order_id, 'none')"} {
-		h, err := dedupe.Handler(g, dedupe.HandlerConfig{Key: key}, bill)
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: key}, bill)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -697,4 +689,69 @@ func TestHandlerRefusesEmptySelections(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHandlerOptionsCompose checks HandlerConfig's Keep, Retention and
+// OnReplay with the guard's cache, FailOpen and a store that cannot keep
+// the result: OnReplay fires exactly for answers h did not compute, a
+// rejected result is never cached, and an unguarded run is no replay.
+func TestHandlerOptionsCompose(t *testing.T) {
+	ctx := context.Background()
+	type counts struct{ runs, replays int }
+	build := func(t *testing.T, g *dedupe.Guard, keep func(int) bool) (func(context.Context, order) (int, error), *counts) {
+		c := &counts{}
+		h, err := dedupe.Handler(g, &dedupe.HandlerConfig[int]{Key: "id", Scope: "tenant", Retention: 2 * time.Hour, Keep: keep,
+			OnReplay: func(_ context.Context, v *int) { c.replays++ }},
+			func(context.Context, order) (int, error) { c.runs++; return 1000 * c.runs, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, c
+	}
+	t.Run("cache", func(t *testing.T) {
+		store := &countingStore{Store: memstore.New()}
+		g := dedupe.New(store, &dedupe.Config{Prefix: "t", Logger: discardLogger(), Cache: dedupe.NewCache(0, 0)})
+		h, c := build(t, g, nil)
+		for range 3 {
+			if v, err := h(ctx, order{"acme", "o-1", 1}); v != 1000 || err != nil {
+				t.Fatalf("got %d, %v; want the first run's 1000", v, err)
+			}
+		}
+		if c.runs != 1 || c.replays != 2 {
+			t.Errorf("%d runs, %d replays; want 1 and 2 (the cache's replays too)", c.runs, c.replays)
+		}
+	})
+	t.Run("keep rejects, cache on", func(t *testing.T) {
+		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t", Logger: discardLogger(), Cache: dedupe.NewCache(0, 0)})
+		h, c := build(t, g, func(v int) bool { return v > 1000 })
+		for _, want := range []int{1000, 2000, 2000} {
+			if v, err := h(ctx, order{"acme", "o-1", 1}); v != want || err != nil {
+				t.Errorf("got %d, %v; want %d", v, err, want)
+			}
+		}
+		if c.runs != 2 || c.replays != 1 {
+			t.Errorf("%d runs, %d replays; want the rejected first run repeated once, then a replay", c.runs, c.replays)
+		}
+	})
+	t.Run("fail open", func(t *testing.T) {
+		fs := &faultyStore{Store: memstore.New(), claimErr: fmt.Errorf("test: %w", dedupe.ErrStoreUnavailable)}
+		g := dedupe.New(fs, &dedupe.Config{Prefix: "t", Logger: discardLogger(), FailOpen: true})
+		h, c := build(t, g, func(int) bool { return false })
+		for range 2 {
+			if _, err := h(ctx, order{"acme", "o-1", 1}); err != nil {
+				t.Errorf("unguarded run: %v, want its value and no error", err)
+			}
+		}
+		if c.runs != 2 || c.replays != 0 {
+			t.Errorf("%d runs, %d replays; want 2 unguarded runs and no replay", c.runs, c.replays)
+		}
+	})
+	t.Run("result not kept by the store", func(t *testing.T) {
+		g := dedupe.New(&faultyStore{Store: memstore.New(), omitOver: 1}, &dedupe.Config{Prefix: "t", Logger: discardLogger()})
+		h, c := build(t, g, nil)
+		h(ctx, order{"acme", "o-1", 1})
+		if _, err := h(ctx, order{"acme", "o-1", 1}); !errors.Is(err, dedupe.ErrResultOmitted) || c.replays != 0 || c.runs != 1 {
+			t.Errorf("duplicate: %v after %d runs, %d replays; want ErrResultOmitted, no OnReplay", err, c.runs, c.replays)
+		}
+	})
 }

@@ -27,9 +27,32 @@ var unscopedEvents = map[reflect.Type]string{
 	reflect.TypeFor[events.AppSyncLambdaAuthorizerRequest]():               "an authorizer decides, it has no effect to guard; do not wrap it",
 }
 
+// adaptedEvents names the event types that have an entry point of their
+// own, which Handler refuses with the entry point to use: HTTP requests,
+// whose keys the HTTP adapters scope by caller, API, stage and route; and
+// batches, whose items must be guarded one by one, so that a retry that
+// regroups them (a partial batch response, Kafka's regrouping, a
+// redelivery of fewer messages) loses none.
+var adaptedEvents = map[reflect.Type]string{
+	reflect.TypeFor[events.APIGatewayV2HTTPRequest]():  "use dedupe.HTTPAPI, which scopes keys by API, stage, route and caller",
+	reflect.TypeFor[events.APIGatewayProxyRequest]():   "use dedupe.RESTAPI, which scopes keys by API, stage, route and caller",
+	reflect.TypeFor[events.LambdaFunctionURLRequest](): "use dedupe.FunctionURL, which scopes keys by URL, route and caller",
+	reflect.TypeFor[events.SQSEvent]():                 "a batch's messages are guarded one by one: use dedupe.SQS",
+	reflect.TypeFor[events.KinesisEvent]():             "a batch's records are guarded one by one: use dedupe.Kinesis",
+	reflect.TypeFor[events.DynamoDBEvent]():            "a batch's records are guarded one by one: use dedupe.DynamoDBStream",
+	reflect.TypeFor[events.KafkaEvent](): "a Kafka batch is retried regrouped, so one key for the batch would lose records; " +
+		"guard each record with dedupe.Once, keyed by its topic, partition and offset",
+	reflect.TypeFor[events.ActiveMQEvent](): "a broker's batch may be redelivered regrouped, so one key for the batch would lose messages; " +
+		"guard each message with dedupe.Once, keyed by its message ID",
+	reflect.TypeFor[events.RabbitMQEvent](): "a broker's batch may be redelivered regrouped, so one key for the batch would lose messages; " +
+		"guard each message with dedupe.Once, keyed by its message ID",
+	reflect.TypeFor[events.KinesisFirehoseEvent](): "a Firehose batch answers each record, and may be retried regrouped; " +
+		"guard each record with dedupe.Once, keyed by its record ID",
+}
+
 // httpRequestAdvice is what a refusal of an HTTP request in another type
 // says to take.
-const httpRequestAdvice = "take events.APIGatewayV2HTTPRequest, events.APIGatewayProxyRequest or events.LambdaFunctionURLRequest, whose callers Handler knows, or use the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL)"
+const httpRequestAdvice = "take events.APIGatewayV2HTTPRequest, events.APIGatewayProxyRequest or events.LambdaFunctionURLRequest with the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL), which scope keys by caller"
 
 // checkInType refuses an event type Handler can never scope: one of
 // unscopedEvents, or a struct the Lambda runtime would decode an HTTP
@@ -44,6 +67,33 @@ func checkInType(t reflect.Type) error {
 	}
 	if advice, ok := unscopedEvents[base]; ok {
 		return fmt.Errorf("dedupe: Handler: events of type %v cannot be scoped: %s", t, advice)
+	}
+	for et, advice := range adaptedEvents {
+		if base == et || (base.Kind() == reflect.Struct && base.ConvertibleTo(et)) {
+			return fmt.Errorf("dedupe: Handler: events of type %v have an entry point of their own: %s", t, advice)
+		}
+	}
+	for et, advice := range unscopedEvents {
+		if base.Kind() == reflect.Struct && base.ConvertibleTo(et) {
+			return fmt.Errorf("dedupe: Handler: events of type %v cannot be scoped: %s", t, advice)
+		}
+	}
+	if base.Kind() == reflect.Struct {
+		// A struct that embeds one of them receives its fields: it is
+		// that event, with more.
+		for i := range base.NumField() {
+			f := base.Field(i)
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if !f.Anonymous || f.Tag.Get("json") != "" {
+				continue
+			}
+			if advice, ok := adaptedEvents[ft]; ok {
+				return fmt.Errorf("dedupe: Handler: events of type %v embed %v, which has an entry point of its own: %s", t, ft, advice)
+			}
+		}
 	}
 	if kindOf(reflect.Zero(t).Interface()) != customEvent {
 		return nil
@@ -177,41 +227,4 @@ func neverEncodes(t reflect.Type, path string, seen map[reflect.Type]bool) (stri
 		}
 	}
 	return "", false
-}
-
-// httpResponse reports whether t is a response type of an HTTP event,
-// whose status decides whether it is stored.
-func httpResponse(t reflect.Type) bool {
-	_, ok := httpStatus(reflect.Zero(t).Interface())
-	return ok
-}
-
-// httpStatus returns the status of an HTTP response, 0 for a nil one.
-func httpStatus(out any) (int, bool) {
-	switch r := out.(type) {
-	case events.APIGatewayV2HTTPResponse:
-		return r.StatusCode, true
-	case events.APIGatewayProxyResponse:
-		return r.StatusCode, true
-	case events.LambdaFunctionURLResponse:
-		return r.StatusCode, true
-	case events.ALBTargetGroupResponse:
-		return r.StatusCode, true
-	case *events.APIGatewayV2HTTPResponse, *events.APIGatewayProxyResponse, *events.LambdaFunctionURLResponse, *events.ALBTargetGroupResponse:
-		v := reflect.ValueOf(r)
-		if v.IsNil() {
-			return 0, true
-		}
-		return httpStatus(v.Elem().Interface())
-	}
-	return 0, false
-}
-
-// keepHTTP is Handler's keep rule for an HTTP response: the HTTP
-// adapters' (DefaultKeep), so that a 5xx, 408, 425 or 429 releases the
-// key for a retry; a nil response (API Gateway answers it with 502) is
-// not stored either.
-func keepHTTP(out any) bool {
-	status, _ := httpStatus(out)
-	return status != 0 && DefaultKeep(status)
 }

@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-// DefaultMaxBodyBytes is the request body limit of the HTTP adapters when
-// HTTPConfig.MaxBodyBytes is zero: 1 MiB.
-const DefaultMaxBodyBytes = 1 << 20
-
 // HTTPConfig configures the HTTP adapters (HTTPAPI, RESTAPI, FunctionURL,
 // ALB and Middleware), which all share one implementation. The zero value
 // (or a nil *HTTPConfig) is valid for the API Gateway and Function URL
@@ -135,14 +131,14 @@ type HTTPConfig struct {
 	// the request is refused with 400. Nil means the KeyHeader header.
 	Key func(req any) string
 
-	// FingerprintBody returns what of the body enters the fingerprint
+	// Fingerprint returns what of the body enters the fingerprint
 	// (CanonicalJSON when it is JSON), e.g. JSONFields(body, "amount",
 	// "currency") to validate only the fields that identify the request,
 	// or WithoutJSONFields(body, "sentAt"). An error refuses the request
 	// with 400 (ProblemBodyUnreadable) before anything is claimed. Nil
 	// means the whole body. Method, route, path parameters, query and
 	// FingerprintHeaders enter the fingerprint whatever it returns.
-	FingerprintBody func(req any, body []byte) ([]byte, error)
+	Fingerprint func(req any, body []byte) ([]byte, error)
 
 	// Retention returns how long a completed request on route is
 	// replayed, overriding Config.Retention for it; zero means the
@@ -356,7 +352,7 @@ func (c *httpCore) serve(ctx context.Context, ev httpEvent, run func(ctx context
 	}
 	fpBody, err := c.opts.fingerprintBody(ev.raw(), body)
 	if err != nil {
-		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.FingerprintBody: %w", err))
+		return refuse(OutcomeInvalidRequest, ProblemBodyUnreadable, fmt.Errorf("HTTPConfig.Fingerprint: %w", err))
 	}
 
 	principal, no := c.identity(ctx, ev)
@@ -417,10 +413,8 @@ func (c *httpCore) decide(ctx context.Context, route string, out Outcome, err er
 		c.typical.observe(route, e.HandlerLatency)
 		return Result{}, false, nil
 	}
-	var conflict *ConflictError
 	var res Result
-	switch {
-	case err == nil:
+	if err == nil {
 		res = out.Result
 		if res.Headers == nil {
 			res.Headers = make(map[string][]string, 1)
@@ -429,23 +423,62 @@ func (c *httpCore) decide(ctx context.Context, route string, out Outcome, err er
 		if c.onReplay != nil {
 			c.onReplay(ctx, &res)
 		}
-	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
-		res = problemResult(ProblemInProgress, conflict.RetryAfterHint(c.g.Now(), c.typical.get(route)))
-	case errors.As(err, &conflict):
-		res = problemResult(ProblemKeyReused, 0)
-	case errors.Is(err, ErrResultOmitted):
-		res = problemResult(ProblemResultUnavailable, 0)
-	case errors.Is(err, ErrResultUnreadable):
-		res = problemResult(ProblemResultUnreadable, storeRetryAfter)
-	case errors.Is(err, ErrStoreUnavailable):
-		res = problemResult(ProblemStoreUnavailable, storeRetryAfter)
-	default:
-		// A permanent failure would fail the same way on every retry: it
-		// is ours, not the client's, and no reason to invite retries.
-		res = problemResult(ProblemInternal, 0)
+	} else {
+		res = errorResult(err, func(conflict *ConflictError) time.Duration {
+			return conflict.RetryAfterHint(c.g.Now(), c.typical.get(route))
+		})
 	}
 	e.Status = res.StatusCode
 	return res, true, nil
+}
+
+// ErrorResult returns the response the HTTP adapters answer a guard's
+// error with, for adapters written by hand over Guard.Do: its status, the
+// problem document (ProblemContentType) and, where a retry may succeed
+// later, Retry-After. now is the time a 409's Retry-After is computed at,
+// the guard's clock (Guard.Now): the lease's end, rounded up to whole
+// seconds. The body never holds the error's text.
+//
+//	*ConflictError wrapping ErrInProgress        409 ProblemInProgress, Retry-After
+//	*ConflictError (ErrFingerprintMismatch)      422 ProblemKeyReused
+//	ErrResultOmitted                             409 ProblemResultUnavailable
+//	ErrResultUnreadable                          503 ProblemResultUnreadable, Retry-After 1
+//	ErrStoreUnavailable                          503 ProblemStoreUnavailable, Retry-After 1
+//	ErrInvalidKey                                400 ProblemKeyInvalid
+//	any other error                              500 ProblemInternal
+//
+// Errors that come with the function's result (ErrNotStored,
+// ErrResultTooLarge, ErrResultUnencodable, ErrRanUnguarded) are not
+// answers: when the function ran, send its response, as the adapters do,
+// and log the error. A nil err returns the zero Result.
+func ErrorResult(err error, now time.Time) Result {
+	if err == nil {
+		return Result{}
+	}
+	return errorResult(err, func(conflict *ConflictError) time.Duration { return conflict.RetryAfter(now) })
+}
+
+// errorResult is ErrorResult, with the Retry-After of a 409 from
+// inProgress.
+func errorResult(err error, inProgress func(*ConflictError) time.Duration) Result {
+	var conflict *ConflictError
+	switch {
+	case errors.As(err, &conflict) && errors.Is(err, ErrInProgress):
+		return problemResult(ProblemInProgress, inProgress(conflict))
+	case errors.As(err, &conflict):
+		return problemResult(ProblemKeyReused, 0)
+	case errors.Is(err, ErrResultOmitted):
+		return problemResult(ProblemResultUnavailable, 0)
+	case errors.Is(err, ErrResultUnreadable):
+		return problemResult(ProblemResultUnreadable, storeRetryAfter)
+	case errors.Is(err, ErrStoreUnavailable):
+		return problemResult(ProblemStoreUnavailable, storeRetryAfter)
+	case errors.Is(err, ErrInvalidKey):
+		return problemResult(ProblemKeyInvalid, 0)
+	}
+	// A permanent failure would fail the same way on every retry: it is
+	// ours, not the client's, and no reason to invite retries.
+	return problemResult(ProblemInternal, 0)
 }
 
 // routeDurations keeps, per route, a moving average of how long the

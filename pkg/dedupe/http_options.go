@@ -16,7 +16,7 @@ type httpOptions struct {
 }
 
 func newHTTPOptions(c *HTTPConfig) httpOptions {
-	o := httpOptions{key: c.Key, fpBody: c.FingerprintBody, retain: c.Retention}
+	o := httpOptions{key: c.Key, fpBody: c.Fingerprint, retain: c.Retention}
 	if h := strings.ToLower(c.KeyHeader); h != "" && h != "idempotency-key" {
 		o.keyHeader = h
 	}

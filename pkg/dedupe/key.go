@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Header names used by the HTTP adapters.
+// Names on the wire: the headers of the HTTP adapters, and the message
+// attribute of SQS.
 const (
 	// HeaderIdempotencyKey is the request header carrying the client's
 	// idempotency key (draft-ietf-httpapi-idempotency-key-header).
@@ -17,11 +18,11 @@ const (
 	// HeaderReplayed is set to "true" on every replayed response, as
 	// Stripe does, so a client can tell a replay from a first answer.
 	HeaderReplayed = "Idempotent-Replayed"
-)
 
-// MaxKeyLength is the longest idempotency key ParseKey accepts, in bytes
-// (every accepted byte is one printable ASCII character).
-const MaxKeyLength = 255
+	// SQSKeyAttribute is the message attribute SQS reads the
+	// idempotency key from by default.
+	SQSKeyAttribute = "Idempotency-Key"
+)
 
 // ParseKey parses the value of an Idempotency-Key header and returns the
 // key it carries.

@@ -39,11 +39,6 @@ type ExtendRequest struct {
 	ExpiresAt time.Time
 }
 
-// OutcomeHeld: the function gave up when its context ended
-// (Config.MinHold), so its outcome is unknown; the key is held for the rest
-// of its lease instead of released.
-const OutcomeHeld = "held"
-
 // retention returns how long the record of call is kept once completed.
 func (g *Guard) retention(call Call) time.Duration {
 	if call.Retention > 0 {

@@ -79,7 +79,7 @@ func leaseGuard(t *testing.T, b backend, cfg dedupe.Config) (*dedupe.Guard, *ext
 func testHeartbeatRenews(t *testing.T, b backend) {
 	g, store, clock, tick := leaseGuard(t, b, dedupe.Config{Heartbeat: 10 * time.Second, DefaultLease: 30 * time.Second})
 	ctx := context.Background()
-	out, err := g.Run(ctx, "job", "fp", func(ctx context.Context) (dedupe.Result, error) {
+	out, err := g.Do(ctx, dedupe.Call{Key: "job", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 		for range 3 { // 75 s of work on a 30 s lease
 			clock.Advance(25 * time.Second)
 			tick.c <- clock.Now()
@@ -91,7 +91,7 @@ func testHeartbeatRenews(t *testing.T, b backend) {
 				t.Errorf("after a beat: lease ends %v, %v; want %v", rec.LeaseExpiresAt, err, clock.Now().Add(30*time.Second))
 			}
 			// A duplicate now is still in progress, 75 s after the claim.
-			if _, err := g.Run(ctx, "job", "fp", nil); !errors.Is(err, dedupe.ErrInProgress) {
+			if _, err := g.Do(ctx, dedupe.Call{Key: "job", Fingerprint: "fp"}, nil); !errors.Is(err, dedupe.ErrInProgress) {
 				t.Errorf("duplicate during renewed work: err = %v, want ErrInProgress", err)
 			}
 		}
@@ -111,13 +111,13 @@ func testHeartbeatRenews(t *testing.T, b backend) {
 func testHeartbeatLeaseLost(t *testing.T, b backend) {
 	g, store, clock, tick := leaseGuard(t, b, dedupe.Config{Heartbeat: 10 * time.Second, DefaultLease: 30 * time.Second})
 	ctx := context.Background()
-	_, err := g.Run(ctx, "job", "fp", func(ctx context.Context) (dedupe.Result, error) {
+	_, err := g.Do(ctx, dedupe.Call{Key: "job", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 		// The process stalls past its lease (a GC pause, a frozen
 		// container); a retry takes the key over meanwhile.
 		clock.Advance(31 * time.Second)
 		tookOver := make(chan error, 1)
 		go func() {
-			_, err := g.Run(context.Background(), "job", "fp", func(context.Context) (dedupe.Result, error) {
+			_, err := g.Do(context.Background(), dedupe.Call{Key: "job", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 				return dedupe.Result{Body: []byte("second")}, nil
 			})
 			tookOver <- err
@@ -135,7 +135,7 @@ func testHeartbeatLeaseLost(t *testing.T, b backend) {
 	if !errors.Is(err, dedupe.ErrLeaseLost) {
 		t.Errorf("Run = %v, want the work cancelled with ErrLeaseLost", err)
 	}
-	out, err := g.Run(ctx, "job", "fp", nil)
+	out, err := g.Do(ctx, dedupe.Call{Key: "job", Fingerprint: "fp"}, nil)
 	if err != nil || string(out.Result.Body) != "second" {
 		t.Errorf("after: %q, %v; want the takeover's result replayed", out.Result.Body, err)
 	}
@@ -155,11 +155,11 @@ func testMinHold(t *testing.T, b backend) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Second))
 	defer cancel()
-	if _, err := g.Run(ctx, "w-1", "fp", withdraw); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "w-1", Fingerprint: "fp"}, withdraw); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("first = %v, want DeadlineExceeded", err)
 	}
 	clock.Advance(9 * time.Minute)
-	_, err := g.Run(context.Background(), "w-1", "fp", withdraw)
+	_, err := g.Do(context.Background(), dedupe.Call{Key: "w-1", Fingerprint: "fp"}, withdraw)
 	var conflict *dedupe.ConflictError
 	if !errors.As(err, &conflict) || !errors.Is(err, dedupe.ErrInProgress) || runs != 1 {
 		t.Fatalf("retry after 9 minutes = %v after %d runs; want ErrInProgress after 1", err, runs)
@@ -168,16 +168,16 @@ func testMinHold(t *testing.T, b backend) {
 		t.Errorf("Retry-After = %v, want the minute left of the hold", ra)
 	}
 	clock.Advance(61 * time.Second)
-	if out, err := g.Run(context.Background(), "w-1", "fp", withdraw); err != nil || !out.Stored || runs != 2 {
+	if out, err := g.Do(context.Background(), dedupe.Call{Key: "w-1", Fingerprint: "fp"}, withdraw); err != nil || !out.Stored || runs != 2 {
 		t.Errorf("retry after the hold = %+v, %v after %d runs; want a second run", out, err, runs)
 	}
 	// Other errors release at once, as without MinHold.
-	if _, err := g.Run(context.Background(), "w-2", "fp", func(context.Context) (dedupe.Result, error) {
+	if _, err := g.Do(context.Background(), dedupe.Call{Key: "w-2", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		return dedupe.Result{}, errors.New("declined")
 	}); err == nil {
 		t.Fatal("want the error")
 	}
-	if out, err := g.Run(context.Background(), "w-2", "fp", withdraw); err != nil || !out.Stored {
+	if out, err := g.Do(context.Background(), dedupe.Call{Key: "w-2", Fingerprint: "fp"}, withdraw); err != nil || !out.Stored {
 		t.Errorf("retry after a plain error = %+v, %v; want it run at once", out, err)
 	}
 }
@@ -192,12 +192,12 @@ func TestHeartbeatStopsOnPanic(t *testing.T) {
 				t.Errorf("the panic was not re-raised")
 			}
 		}()
-		g.Run(context.Background(), "p", "fp", func(context.Context) (dedupe.Result, error) { panic("boom") })
+		g.Do(context.Background(), dedupe.Call{Key: "p", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { panic("boom") })
 	}()
 	if n := tick.stopped.Load(); n != 1 {
 		t.Errorf("ticker stopped %d times, want 1", n)
 	}
-	out, err := g.Run(context.Background(), "p", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
+	out, err := g.Do(context.Background(), dedupe.Call{Key: "p", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
 	if err != nil || !out.Stored {
 		t.Errorf("retry after the panic = %+v, %v; want it run at once", out, err)
 	}

@@ -57,11 +57,16 @@ const (
 	// could not keep it elsewhere), or a duplicate asked for such a
 	// result or one that is lost (409 response unavailable).
 	OutcomeTooLarge = "too_large"
-)
+	// OutcomeHeld: the function gave up when its context ended
+	// (Config.MinHold), so its outcome is unknown; the key is held for
+	// the rest of its lease instead of released.
+	OutcomeHeld = "held"
 
-// RouteNone stands for the path in Event.Route when a request matched no
-// route template: a Function URL, or net/http without a ServeMux pattern.
-const RouteNone = "(no route)"
+	// RouteNone stands for the path in Event.Route when a request
+	// matched no route template: a Function URL, or net/http without a
+	// ServeMux pattern.
+	RouteNone = "(no route)"
+)
 
 // Event describes one guarded request or message: what happened, and what
 // it cost. Every guarded call produces exactly one, which the guard logs
@@ -113,7 +118,7 @@ type Event struct {
 	// sent to a client; it names keys only by KeyRef.
 	Err error
 
-	trace *TraceEnd // Config.Tracer's end of this call, set by startTrace
+	trace *func(context.Context, Event) // Config.Tracer's end of this call, set by startTrace
 }
 
 // Emitter receives the Event of every guarded request. Implement it to
@@ -137,7 +142,7 @@ func (ev Event) level() slog.Level {
 
 // emit logs ev and passes it to the configured metrics and hook.
 func (g *Guard) emit(ctx context.Context, ev Event) {
-	ev.RequestID = RequestIDFrom(ctx)
+	ev.RequestID = requestIDFrom(ctx)
 	if l := g.cfg.Logger; l.Enabled(ctx, ev.level()) {
 		attrs := make([]slog.Attr, 0, 12)
 		attrs = append(attrs, slog.String("outcome", ev.Outcome), slog.String("key", ev.Key))
@@ -179,9 +184,6 @@ func (g *Guard) emit(ctx context.Context, ev Event) {
 
 // ms returns d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// EMFNamespace is the CloudWatch namespace EMF writes to by default.
-const EMFNamespace = "Dedupe"
 
 // EMF is an Emitter that writes one CloudWatch Embedded Metric Format line
 // per event to W (a Lambda function's stdout goes to CloudWatch Logs,

@@ -152,7 +152,7 @@ func TestRawKeysOnlyWhenAsked(t *testing.T) {
 	for _, logKeys := range []bool{false, true} {
 		var logs bytes.Buffer
 		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "fn", LogKeys: logKeys, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-		g.Run(context.Background(), "alice@example.com", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
+		g.Do(context.Background(), dedupe.Call{Key: "alice@example.com", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
 		if got := strings.Contains(logs.String(), "alice@example.com"); got != logKeys {
 			t.Errorf("LogKeys %v: key in log = %v (%s)", logKeys, got, logs.String())
 		}
@@ -166,7 +166,7 @@ func TestPanicStillLogsOneEvent(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	func() {
 		defer func() { recover() }()
-		g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) { panic("boom") })
+		g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { panic("boom") })
 	}()
 	got := lines(t, &logs)
 	if len(got) != 1 || got[0]["outcome"] != dedupe.OutcomeReleased {
@@ -184,12 +184,12 @@ func TestCache(t *testing.T) {
 	g := dedupe.New(cs, &dedupe.Config{Now: clk.Now, Cache: cache, Retention: time.Hour})
 	runs := 0
 	fn := counter(&runs, "paid")
-	if _, err := g.Run(context.Background(), "k", "fp", fn); err != nil {
+	if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, fn); err != nil {
 		t.Fatal(err)
 	}
 	before := cs.calls.Load()
 	for range 3 {
-		out, err := g.Run(context.Background(), "k", "fp", fn)
+		out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, fn)
 		if err != nil || !out.Replayed || string(out.Result.Body) != "paid" {
 			t.Fatalf("cached replay = %+v, %v", out, err)
 		}
@@ -198,19 +198,19 @@ func TestCache(t *testing.T) {
 	if got := cs.calls.Load() - before; got != 0 || runs != 1 {
 		t.Errorf("cached replays cost %d store calls after %d runs, want 0 after 1", got, runs)
 	}
-	if _, err := g.Run(context.Background(), "k", "other", fn); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+	if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "other"}, fn); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
 		t.Errorf("different request: %v, want ErrFingerprintMismatch from the cache", err)
 	}
 	// In flight: never cached.
 	cs.failComplete.Store(true)
-	g.Run(context.Background(), "k2", "fp", fn)
+	g.Do(context.Background(), dedupe.Call{Key: "k2", Fingerprint: "fp"}, fn)
 	cs.failComplete.Store(false)
 	if cache.Len() != 1 {
 		t.Errorf("cache holds %d records, want 1 (only the completed one)", cache.Len())
 	}
 	// Expired: gone from the cache, and the key runs again.
 	clk.Advance(2 * time.Hour)
-	if _, err := g.Run(context.Background(), "k", "fp", fn); err != nil || runs != 3 {
+	if _, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, fn); err != nil || runs != 3 {
 		t.Errorf("after expiry: %v, runs %d; want a fresh run", err, runs)
 	}
 }
@@ -220,7 +220,7 @@ func TestCacheBounds(t *testing.T) {
 	cache := dedupe.NewCache(3, 1<<20)
 	g := dedupe.New(memstore.New(), &dedupe.Config{Cache: cache})
 	for i := range 10 {
-		g.Run(context.Background(), fmt.Sprint("k", i), "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{Body: []byte("x")}, nil })
+		g.Do(context.Background(), dedupe.Call{Key: fmt.Sprint("k", i), Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{Body: []byte("x")}, nil })
 	}
 	if cache.Len() != 3 {
 		t.Errorf("cache holds %d, want 3", cache.Len())
@@ -228,7 +228,7 @@ func TestCacheBounds(t *testing.T) {
 	small := dedupe.NewCache(100, 2000)
 	g = dedupe.New(memstore.New(), &dedupe.Config{Cache: small})
 	for i := range 10 {
-		g.Run(context.Background(), fmt.Sprint("k", i), "fp", func(context.Context) (dedupe.Result, error) {
+		g.Do(context.Background(), dedupe.Call{Key: fmt.Sprint("k", i), Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			return dedupe.Result{Body: bytes.Repeat([]byte("x"), 500)}, nil
 		})
 	}
@@ -251,7 +251,7 @@ func TestWaitingDuplicates(t *testing.T) {
 	started := make(chan struct{})
 	owner := make(chan error, 1)
 	go func() {
-		_, err := dedupe.New(cs, &dedupe.Config{Now: clk.Now}).Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+		_, err := dedupe.New(cs, &dedupe.Config{Now: clk.Now}).Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			close(started)
 			waiting.Wait() // every duplicate has found the key in flight
 			clk.Advance(50 * time.Millisecond)
@@ -285,7 +285,7 @@ func TestWaitingDuplicates(t *testing.T) {
 					return nil
 				},
 				OnOutcome: func(_ context.Context, e dedupe.Event) { ev = e }})
-			out, err := dup.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+			out, err := dup.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 				t.Error("a duplicate ran the function")
 				arrived()
 				return dedupe.Result{}, nil
@@ -330,7 +330,7 @@ func TestWaitRespectsDeadline(t *testing.T) {
 	store.Claim(context.Background(), dedupe.ClaimRequest{Key: g.Key("k"), Fingerprint: "fp", Token: "other", Now: clk.Now(), LeaseUntil: clk.Now().Add(time.Minute), ExpiresAt: clk.Now().Add(time.Hour)})
 	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(2*time.Second+100*time.Millisecond))
 	defer cancel()
-	_, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
+	_, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, nil })
 	if !errors.Is(err, dedupe.ErrInProgress) {
 		t.Fatalf("err = %v, want ErrInProgress once the budget is spent", err)
 	}

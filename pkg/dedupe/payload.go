@@ -16,7 +16,7 @@ import (
 // with it fingerprint differently. Numbers keep their text.
 //
 // It returns an error when data is not a JSON object. Use it in
-// SQSConfig.Fingerprint, HTTPConfig.FingerprintBody or as RunJSON's
+// SQSConfig.Fingerprint, HTTPConfig.Fingerprint or as Once's
 // payload:
 //
 //	Fingerprint: func(m events.SQSMessage) ([]byte, error) {

@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// ProblemContentType is the media type of the adapters' error responses
-// (RFC 9457).
-const ProblemContentType = "application/problem+json"
-
 // Problem types: the "type" member of the problem details the HTTP adapters
 // answer with, one per distinct situation, so a client can branch on them.
 // They are tag URIs (RFC 4151), which RFC 9457 suggests for types that are
 // identifiers rather than documentation links.
+//
+// ProblemContentType is their media type.
 const (
+	// ProblemContentType is the media type of the adapters' error
+	// responses (RFC 9457).
+	ProblemContentType = "application/problem+json"
+
 	// ProblemKeyMissing (400): the route requires an Idempotency-Key and
 	// the request has none.
 	ProblemKeyMissing = "tag:lambda-dedupe.github.io,2025:idempotency-key-missing"

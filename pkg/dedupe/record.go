@@ -76,7 +76,7 @@ type Record struct {
 	// UpdatedAt is when the record was last written.
 	UpdatedAt time.Time
 	// RequestID is the request ID (the Lambda request ID, see
-	// RequestIDFrom) of the execution the record belongs to: the owner's
+	// requestIDFrom) of the execution the record belongs to: the owner's
 	// while IN_PROGRESS, and on a COMPLETED record the execution whose
 	// result it holds. Empty when the context carried none, and on
 	// records written before it existed.

@@ -23,8 +23,8 @@ import (
 func runReuse(t *testing.T, b backend) {
 	t.Run("ClaimFrom", func(t *testing.T) { testClaimFrom(t, b) })
 	t.Run("SQSBusinessKey", func(t *testing.T) { testSQSBusinessKey(t, b) })
-	t.Run("KinesisBatch", func(t *testing.T) { testKinesisBatch(t, b) })
-	t.Run("DynamoDBBatch", func(t *testing.T) { testDynamoDBBatch(t, b) })
+	t.Run("Kinesis", func(t *testing.T) { testKinesisBatch(t, b) })
+	t.Run("DynamoDBStream", func(t *testing.T) { testDynamoDBBatch(t, b) })
 	t.Run("DoAnswers", func(t *testing.T) { testDoAnswers(t, b) })
 	t.Run("HTTPKeyOptions", func(t *testing.T) { testHTTPKeyOptions(t, b) })
 	t.Run("HTTPRetention", func(t *testing.T) { testHTTPRetention(t, b) })
@@ -76,40 +76,37 @@ func testClaimFrom(t *testing.T, b backend) {
 		seen = nil
 	}
 
-	g.Run(ctx, "run-1", "fp", func(ctx context.Context) (dedupe.Result, error) { check(ctx); return dedupe.Result{}, nil })
-	wantKeys("Guard.Run", g.Key("run-1"))
-	dedupe.Do(ctx, g, "do-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
-	wantKeys("Do", g.Key("do-1"))
-	dedupe.RunJSON(ctx, g, "json-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
-	wantKeys("RunJSON", g.Key("json-1"))
+	g.Do(ctx, dedupe.Call{Key: "run-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) { check(ctx); return dedupe.Result{}, nil })
+	wantKeys("Guard.Do", g.Key("run-1"))
+	dedupe.Once(ctx, g, "do-1", []byte(`{}`), func(ctx context.Context) (int, error) { check(ctx); return 1, nil })
+	wantKeys("Once", g.Key("do-1"))
 
 	var sqs events.SQSEvent
 	fixture(t, "sqs-event.json", &sqs)
-	dedupe.SQSBatch(ctx, g, sqs, &dedupe.SQSConfig{Key: func(m events.SQSMessage) string { return m.MessageId }},
-		func(ctx context.Context, _ events.SQSMessage) error { check(ctx); return nil })
+	dedupe.SQS(g, &dedupe.SQSConfig{Key: func(m events.SQSMessage) string { return m.MessageId }}, func(ctx context.Context, _ events.SQSMessage) error { check(ctx); return nil })(ctx, sqs)
 	var sqsKeys []string
 	for _, m := range sqs.Records {
 		sqsKeys = append(sqsKeys, g.Key(dedupe.SourceKey(m.EventSourceARN, m.MessageId)))
 	}
-	wantKeys("SQSBatch", sqsKeys...)
+	wantKeys("SQS", sqsKeys...)
 
 	var kin events.KinesisEvent
 	fixture(t, "kinesis-event.json", &kin)
-	dedupe.KinesisBatch(ctx, g, kin, nil, func(ctx context.Context, _ events.KinesisEventRecord) error { check(ctx); return nil })
+	dedupe.Kinesis(g, nil, func(ctx context.Context, _ events.KinesisEventRecord) error { check(ctx); return nil })(ctx, kin)
 	var kinKeys []string
 	for _, r := range kin.Records {
 		kinKeys = append(kinKeys, g.Key(dedupe.SourceKey(r.EventSourceArn, r.EventID)))
 	}
-	wantKeys("KinesisBatch", kinKeys...)
+	wantKeys("Kinesis", kinKeys...)
 
 	var ddb events.DynamoDBEvent
 	fixture(t, "dynamodb-stream-event.json", &ddb)
-	dedupe.DynamoDBBatch(ctx, g, ddb, nil, func(ctx context.Context, _ events.DynamoDBEventRecord) error { check(ctx); return nil })
+	dedupe.DynamoDBStream(g, nil, func(ctx context.Context, _ events.DynamoDBEventRecord) error { check(ctx); return nil })(ctx, ddb)
 	var ddbKeys []string
 	for _, r := range ddb.Records {
 		ddbKeys = append(ddbKeys, g.Key(dedupe.SourceKey(r.EventSourceArn, r.EventID)))
 	}
-	wantKeys("DynamoDBBatch", ddbKeys...)
+	wantKeys("DynamoDBStream", ddbKeys...)
 
 	var req events.APIGatewayV2HTTPRequest
 	fixture(t, "apigw-v2-jwt.json", &req)
@@ -184,8 +181,7 @@ func testSQSBusinessKey(t *testing.T, b backend) {
 				OnItem: func(o dedupe.ItemOutcome) { got = append(got, o.Status) }}
 			var failures []string
 			for _, m := range []events.SQSMessage{first, resent} {
-				resp, err := dedupe.SQSBatch(ctx, g, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg,
-					func(context.Context, events.SQSMessage) error { runs++; return nil })
+				resp, err := dedupe.SQS(g, cfg, func(context.Context, events.SQSMessage) error { runs++; return nil })(ctx, events.SQSEvent{Records: []events.SQSMessage{m}})
 				if (len(resp.BatchItemFailures) > 0) != errors.Is(err, dedupe.ErrBatchFailed) {
 					t.Errorf("failures %+v with error %v: want ErrBatchFailed exactly with failures", resp.BatchItemFailures, err)
 				}
@@ -229,7 +225,7 @@ func testKinesisBatch(t *testing.T, b backend) {
 		return s
 	}
 
-	resp, err := dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
+	resp, err := dedupe.Kinesis(g, cfg, fn)(ctx, ev)
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != seq(1) || !errors.Is(err, dedupe.ErrBatchFailed) {
 		t.Errorf("first delivery: failures = %+v, %v; want only the checkpoint %s, and the batch failed", resp.BatchItemFailures, err, seq(1))
 	}
@@ -244,7 +240,7 @@ func testKinesisBatch(t *testing.T, b backend) {
 	// the whole batch the first record is a duplicate.
 	failOn = ""
 	ran = nil
-	resp, err = dedupe.KinesisBatch(ctx, g, ev, cfg, fn)
+	resp, err = dedupe.Kinesis(g, cfg, fn)(ctx, ev)
 	if len(resp.BatchItemFailures) != 0 || err != nil {
 		t.Errorf("retry: failures = %+v, %v; want none", resp.BatchItemFailures, err)
 	}
@@ -267,7 +263,7 @@ func testKinesisBatch(t *testing.T, b backend) {
 		OnItem: cfg.OnItem,
 	}
 	ran = nil
-	dedupe.KinesisBatch(ctx, g, events.KinesisEvent{Records: []events.KinesisEventRecord{ev.Records[0], re}}, biz, fn)
+	dedupe.Kinesis(g, biz, fn)(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{ev.Records[0], re}})
 	if got, want := statuses(), []dedupe.ItemStatus{dedupe.ItemProcessed, dedupe.ItemDuplicate}; !slices.Equal(got, want) || len(ran) != 1 {
 		t.Errorf("business key: outcomes = %v after %d runs, want %v after 1", got, len(ran), want)
 	}
@@ -279,14 +275,14 @@ func testDynamoDBBatch(t *testing.T, b backend) {
 	var ev events.DynamoDBEvent
 	fixture(t, "dynamodb-stream-event.json", &ev)
 	var outcomes []dedupe.ItemOutcome
-	cfg := &dedupe.DynamoDBConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}
+	cfg := &dedupe.DynamoDBStreamConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}
 	runs := 0
 	fn := func(context.Context, events.DynamoDBEventRecord) error { runs++; return nil }
 
 	// The store fails for the whole batch: the first record is the
 	// checkpoint, nothing runs.
 	fs.claimErr = fmt.Errorf("throttled: %w", dedupe.ErrStoreUnavailable)
-	resp, err := dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
+	resp, err := dedupe.DynamoDBStream(g, cfg, fn)(ctx, ev)
 	fs.claimErr = nil
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].Change.SequenceNumber || runs != 0 || !errors.Is(err, dedupe.ErrBatchFailed) {
 		t.Errorf("store down: failures = %+v, %v after %d runs, want the first record after 0, and the batch failed", resp.BatchItemFailures, err, runs)
@@ -296,7 +292,7 @@ func testDynamoDBBatch(t *testing.T, b backend) {
 	}
 	outcomes = nil
 	for range 2 {
-		resp, err = dedupe.DynamoDBBatch(ctx, g, ev, cfg, fn)
+		resp, err = dedupe.DynamoDBStream(g, cfg, fn)(ctx, ev)
 		if len(resp.BatchItemFailures) != 0 || err != nil {
 			t.Errorf("failures = %+v, %v; want none", resp.BatchItemFailures, err)
 		}
@@ -311,35 +307,35 @@ func testDoAnswers(t *testing.T, b backend) {
 	g, fs, _ := newReuseGuard(t, b)
 	one := func(context.Context) (int, error) { return 42, nil }
 
-	a, err := dedupe.Do(ctx, g, "k1", []byte(`{"a":1}`), one)
+	a, err := dedupe.Once(ctx, g, "k1", []byte(`{"a":1}`), one)
 	if err != nil || a.Value != 42 || a.Replayed || !a.Recorded || a.Warning != nil {
 		t.Errorf("fresh: got %+v, %v; want 42, not replayed, recorded", a, err)
 	}
-	a, err = dedupe.Do(ctx, g, "k1", []byte(`{"a":1}`), func(context.Context) (int, error) { panic("never runs") })
+	a, err = dedupe.Once(ctx, g, "k1", []byte(`{"a":1}`), func(context.Context) (int, error) { panic("never runs") })
 	if err != nil || a.Value != 42 || !a.Replayed || !a.Recorded {
 		t.Errorf("replay: got %+v, %v; want 42, replayed, recorded", a, err)
 	}
-	if _, err = dedupe.Do(ctx, g, "k1", []byte(`{"a":2}`), one); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+	if _, err = dedupe.Once(ctx, g, "k1", []byte(`{"a":2}`), one); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
 		t.Errorf("other payload: err = %v, want ErrFingerprintMismatch", err)
 	}
 
 	fs.completeErr = fmt.Errorf("timeout: %w", dedupe.ErrStoreUnavailable)
-	a, err = dedupe.Do(ctx, g, "k2", nil, one)
+	a, err = dedupe.Once(ctx, g, "k2", nil, one)
 	fs.completeErr = nil
 	if err != nil || a.Value != 42 || a.Replayed || a.Recorded || !errors.Is(a.Warning, dedupe.ErrNotStored) {
 		t.Errorf("not stored: got %+v, %v; want 42, not recorded, Warning ErrNotStored", a, err)
 	}
 
-	f, err := dedupe.Do(ctx, g, "k3", nil, func(context.Context) (float64, error) { return nanValue(), nil })
+	f, err := dedupe.Once(ctx, g, "k3", nil, func(context.Context) (float64, error) { return nanValue(), nil })
 	if err != nil || !f.Recorded || !errors.Is(f.Warning, dedupe.ErrResultUnencodable) {
 		t.Errorf("unencodable: got %+v, %v; want recorded with Warning ErrResultUnencodable", f, err)
 	}
-	if _, err = dedupe.Do(ctx, g, "k3", nil, func(context.Context) (float64, error) { panic("never runs") }); !errors.Is(err, dedupe.ErrResultOmitted) {
+	if _, err = dedupe.Once(ctx, g, "k3", nil, func(context.Context) (float64, error) { panic("never runs") }); !errors.Is(err, dedupe.ErrResultOmitted) {
 		t.Errorf("after unencodable: err = %v, want ErrResultOmitted", err)
 	}
 
 	boom := errors.New("boom")
-	if _, err = dedupe.Do(ctx, g, "k4", nil, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err = dedupe.Once(ctx, g, "k4", nil, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Errorf("fn error: err = %v, want it", err)
 	}
 }
@@ -384,18 +380,18 @@ func testHTTPKeyOptions(t *testing.T, b backend) {
 			dedupe.HTTPConfig{Key: func(req any) string {
 				b, _ := dedupe.JSONFields([]byte(req.(*events.APIGatewayV2HTTPRequest).Body), "orderId")
 				return string(b)
-			}, FingerprintBody: func(_ any, body []byte) ([]byte, error) { return dedupe.JSONFields(body, "orderId", "amount") }},
+			}, Fingerprint: func(_ any, body []byte) ([]byte, error) { return dedupe.JSONFields(body, "orderId", "amount") }},
 			v2Post(t, `{"orderId":"o-1","amount":1,"sentAt":"1"}`, nil),
 			v2Post(t, `{"orderId":"o-1","amount":1,"sentAt":"2"}`, nil), 201, 1},
 		{"Key: a key over 255 characters is refused",
 			dedupe.HTTPConfig{Key: func(any) string { return strings.Repeat("k", 256) }},
 			v2Post(t, `{}`, nil), v2Post(t, `{}`, nil), 400, 0},
-		{"FingerprintBody: a changed field that is validated conflicts",
-			dedupe.HTTPConfig{FingerprintBody: func(_ any, body []byte) ([]byte, error) { return dedupe.WithoutJSONFields(body, "sentAt") }},
+		{"Fingerprint: a changed field that is validated conflicts",
+			dedupe.HTTPConfig{Fingerprint: func(_ any, body []byte) ([]byte, error) { return dedupe.WithoutJSONFields(body, "sentAt") }},
 			v2Post(t, `{"amount":1,"sentAt":"1"}`, map[string]string{"idempotency-key": "k"}),
 			v2Post(t, `{"amount":2,"sentAt":"2"}`, map[string]string{"idempotency-key": "k"}), 422, 1},
-		{"FingerprintBody: an error is a 400, nothing claimed",
-			dedupe.HTTPConfig{FingerprintBody: func(_ any, body []byte) ([]byte, error) { return dedupe.JSONFields(body, "amount") }},
+		{"Fingerprint: an error is a 400, nothing claimed",
+			dedupe.HTTPConfig{Fingerprint: func(_ any, body []byte) ([]byte, error) { return dedupe.JSONFields(body, "amount") }},
 			v2Post(t, `not json`, map[string]string{"idempotency-key": "k"}),
 			v2Post(t, `not json`, map[string]string{"idempotency-key": "k"}), 400, 0},
 	}

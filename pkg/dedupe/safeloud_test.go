@@ -82,8 +82,8 @@ func TestTwoServicesNeverShareAnswers(t *testing.T) {
 	a := dedupe.New(store, &dedupe.Config{Prefix: "svc-a"})
 	b := dedupe.New(store, &dedupe.Config{Prefix: "svc-b"})
 	runs := 0
-	a.Run(context.Background(), "order-1", "fp", counter(&runs, "a"))
-	out, err := b.Run(context.Background(), "order-1", "fp", counter(&runs, "b"))
+	a.Do(context.Background(), dedupe.Call{Key: "order-1", Fingerprint: "fp"}, counter(&runs, "a"))
+	out, err := b.Do(context.Background(), dedupe.Call{Key: "order-1", Fingerprint: "fp"}, counter(&runs, "b"))
 	if err != nil || out.Replayed || string(out.Result.Body) != "b" {
 		t.Errorf("service b got %q replayed=%v (%v), want its own run", out.Result.Body, out.Replayed, err)
 	}
@@ -151,14 +151,13 @@ func TestBatchItemErrorIsItsFailure(t *testing.T) {
 		t.Run(sentinel.Error(), func(t *testing.T) {
 			g := dedupe.New(memstore.New(), nil)
 			msg := events.SQSMessage{MessageId: "m1", Body: `{}`, EventSourceARN: "arn:aws:sqs:eu-west-1:1:q"}
-			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested RunJSON: %w", sentinel) }
+			fail := func(context.Context, events.SQSMessage) error { return fmt.Errorf("nested Once: %w", sentinel) }
 			var outcomes []dedupe.ItemOutcome
-			resp, err := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg}}, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)
+			resp, err := dedupe.SQS(g, &dedupe.SQSConfig{OnItem: func(o dedupe.ItemOutcome) { outcomes = append(outcomes, o) }}, fail)(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}})
 			if len(resp.BatchItemFailures) != 1 || outcomes[0].Status != dedupe.ItemFailed || !errors.Is(err, dedupe.ErrBatchFailed) {
 				t.Errorf("failures = %v, outcome %+v, %v; want m1 failed, and the batch", resp.BatchItemFailures, outcomes, err)
 			}
-			k, _ := dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
-				func(context.Context, events.KinesisEventRecord) error { return fmt.Errorf("x: %w", sentinel) })
+			k, _ := dedupe.Kinesis(g, nil, func(context.Context, events.KinesisEventRecord) error { return fmt.Errorf("x: %w", sentinel) })(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "e1", EventSourceArn: "arn:aws:kinesis:eu-west-1:1:stream/s", Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}})
 			if len(k.BatchItemFailures) != 1 {
 				t.Errorf("Kinesis failures = %v, want the record", k.BatchItemFailures)
 			}
@@ -174,7 +173,7 @@ func TestFailOpenCarriesTheKey(t *testing.T) {
 	g := dedupe.New(fs, &dedupe.Config{FailOpen: true})
 	keys := map[string]string{}
 	for _, k := range []string{"order-A", "order-B"} {
-		_, err := g.Run(context.Background(), k, "fp", func(ctx context.Context) (dedupe.Result, error) {
+		_, err := g.Do(context.Background(), dedupe.Call{Key: k, Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, ok := dedupe.ClaimFrom(ctx)
 			if !ok || !c.Unguarded || c.Key != g.Key(k) {
 				t.Errorf("fail-open claim = %+v, %v; want Unguarded with key %q", c, ok, g.Key(k))
@@ -219,7 +218,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 			g := dedupe.New(memstore.New(), nil)
 			runs := 0
 			ev := events.SQSEvent{Records: []events.SQSMessage{msg("arn:aws:sqs:eu-west-1:1:a"), msg("arn:aws:sqs:eu-west-1:1:b")}}
-			resp, _ := dedupe.SQSBatch(context.Background(), g, ev, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })
+			resp, _ := dedupe.SQS(g, &dedupe.SQSConfig{ShareSources: tt.share}, func(context.Context, events.SQSMessage) error { runs++; return nil })(context.Background(), ev)
 			if runs != tt.runs || len(resp.BatchItemFailures) != tt.failures {
 				t.Errorf("runs = %d, failures %v; want %d runs, %d failures", runs, resp.BatchItemFailures, tt.runs, tt.failures)
 			}
@@ -227,22 +226,20 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 	}
 	var evs []dedupe.Event
 	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
-	resp, _ := dedupe.SQSBatch(context.Background(), g, events.SQSEvent{Records: []events.SQSMessage{msg("")}}, nil, func(context.Context, events.SQSMessage) error { return nil })
+	resp, _ := dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("")}})
 	if len(resp.BatchItemFailures) != 1 || len(evs) != 1 || !errors.Is(evs[0].Err, dedupe.ErrNoEventSource) {
 		t.Errorf("message without a source: failures %v, events %+v; want it failed with one ErrNoEventSource event", resp.BatchItemFailures, evs)
 	}
 	for _, arn := range []string{"arn:aws:kinesis:eu-west-1:1:stream/a", "arn:aws:kinesis:eu-west-1:1:stream/b"} {
 		runs := 0
-		dedupe.KinesisBatch(context.Background(), g, events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "shard-1:1", EventSourceArn: arn, Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}}, nil,
-			func(context.Context, events.KinesisEventRecord) error { runs++; return nil })
+		dedupe.Kinesis(g, nil, func(context.Context, events.KinesisEventRecord) error { runs++; return nil })(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{{EventID: "shard-1:1", EventSourceArn: arn, Kinesis: events.KinesisRecord{SequenceNumber: "1"}}}})
 		if runs != 1 {
 			t.Errorf("Kinesis stream %s: runs = %d, want 1 (its own scope)", arn, runs)
 		}
 	}
 	for _, arn := range []string{"arn:aws:dynamodb:eu-west-1:1:table/a/stream/x", "arn:aws:dynamodb:eu-west-1:1:table/b/stream/x"} {
 		runs := 0
-		dedupe.DynamoDBBatch(context.Background(), g, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "e1", EventSourceArn: arn, Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}}, nil,
-			func(context.Context, events.DynamoDBEventRecord) error { runs++; return nil })
+		dedupe.DynamoDBStream(g, nil, func(context.Context, events.DynamoDBEventRecord) error { runs++; return nil })(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "e1", EventSourceArn: arn, Change: events.DynamoDBStreamRecord{SequenceNumber: "1"}}}})
 		if runs != 1 {
 			t.Errorf("DynamoDB stream %s: runs = %d, want 1 (its own scope)", arn, runs)
 		}
@@ -253,7 +250,7 @@ func TestMessageKeysScopedBySource(t *testing.T) {
 func TestFingerprintBodyRefusalLogsOneEvent(t *testing.T) {
 	var evs []dedupe.Event
 	g := dedupe.New(memstore.New(), &dedupe.Config{OnOutcome: func(_ context.Context, e dedupe.Event) { evs = append(evs, e) }})
-	h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{FingerprintBody: func(_ any, b []byte) ([]byte, error) { return dedupe.JSONFields(b, "amount") }},
+	h := dedupe.HTTPAPI(g, &dedupe.HTTPConfig{Fingerprint: func(_ any, b []byte) ([]byte, error) { return dedupe.JSONFields(b, "amount") }},
 		func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
 		})
@@ -273,7 +270,7 @@ func TestDownstreamKeyPerLife(t *testing.T) {
 	g := dedupe.New(memstore.New(), &dedupe.Config{Now: clk.Now, DefaultLease: time.Minute, Retention: time.Hour})
 	keyOf := func(err error) string {
 		var dk string
-		g.Run(context.Background(), "pay-1", "fp", func(ctx context.Context) (dedupe.Result, error) {
+		g.Do(context.Background(), dedupe.Call{Key: "pay-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, _ := dedupe.ClaimFrom(ctx)
 			dk = c.DownstreamKey()
 			return dedupe.Result{}, err
@@ -285,7 +282,7 @@ func TestDownstreamKeyPerLife(t *testing.T) {
 	var first string
 	func() {
 		defer func() { recover() }()
-		g.Run(context.Background(), "pay-1", "fp", func(ctx context.Context) (dedupe.Result, error) {
+		g.Do(context.Background(), dedupe.Call{Key: "pay-1", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 			c, _ := dedupe.ClaimFrom(ctx)
 			first = c.DownstreamKey()
 			clk.Advance(2 * time.Minute) // the lease runs out while it runs

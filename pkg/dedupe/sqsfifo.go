@@ -11,7 +11,7 @@ import (
 // returns "" (the message fails, loudly) for a message without them, such
 // as one from a standard queue.
 //
-//	dedupe.SQSBatch(ctx, g, ev, &dedupe.SQSConfig{Key: dedupe.SQSDeduplicationID}, process)
+//	dedupe.SQS(g, &dedupe.SQSConfig{Key: dedupe.SQSDeduplicationID}, process)
 //
 // What it deduplicates. SQS itself drops a send whose deduplication ID it
 // has seen on the queue in the last 5 minutes, so a producer's quick

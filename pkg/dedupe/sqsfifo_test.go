@@ -51,7 +51,7 @@ func TestSQSFIFOGroupFailsAlone(t *testing.T) {
 	}
 	ev := fifoFixture(t)
 	var got []string
-	for _, id := range failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)) {
+	for _, id := range failedIDs(dedupe.SQS(g, cfg, fn)(ctx, ev)) {
 		got = append(got, short(id))
 	}
 	if want := []string{"b1", "b2", "b3"}; !slices.Equal(got, want) {
@@ -67,7 +67,7 @@ func TestSQSFIFOGroupFailsAlone(t *testing.T) {
 	// SQS delivers group B again; the whole batch, too, to show that
 	// nothing done runs twice.
 	failB1, ran, skipped = false, nil, nil
-	if f := failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)); len(f) != 0 {
+	if f := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, ev)); len(f) != 0 {
 		t.Errorf("redelivery failed %v, want none", f)
 	}
 	if want := []string{"b1", "b2", "b3"}; !slices.Equal(ran, want) {
@@ -85,12 +85,12 @@ func TestSQSFIFOWithoutGroup(t *testing.T) {
 	}
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "orders"})
 	var got []string
-	for _, id := range failedIDs(dedupe.SQSBatch(context.Background(), g, ev, nil, func(_ context.Context, m events.SQSMessage) error {
+	for _, id := range failedIDs(dedupe.SQS(g, nil, func(_ context.Context, m events.SQSMessage) error {
 		if short(m.MessageId) == "b1" {
 			return errors.New("refused")
 		}
 		return nil
-	})) {
+	})(context.Background(), ev)) {
 		got = append(got, short(id))
 	}
 	if want := []string{"b1", "a2", "b2", "c1", "b3", "a3"}; !slices.Equal(got, want) {
@@ -109,7 +109,7 @@ func TestSQSDeduplicationID(t *testing.T) {
 	runs := map[string]int{}
 	fn := func(_ context.Context, m events.SQSMessage) error { runs[m.MessageId]++; return nil }
 	ev := fifoFixture(t)
-	if f := failedIDs(dedupe.SQSBatch(ctx, g, ev, cfg, fn)); len(f) != 0 {
+	if f := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, ev)); len(f) != 0 {
 		t.Fatalf("first delivery failed %v", f)
 	}
 	resend := ev.Records[0]
@@ -119,13 +119,13 @@ func TestSQSDeduplicationID(t *testing.T) {
 	otherGroup.Attributes = map[string]string{"MessageGroupId": "customer-Z", "MessageDeduplicationId": ev.Records[0].Attributes["MessageDeduplicationId"]}
 	standard := sqsFixture(t).Records[0]
 	batch := events.SQSEvent{Records: []events.SQSMessage{resend, otherGroup}}
-	if f := failedIDs(dedupe.SQSBatch(ctx, g, batch, cfg, fn)); len(f) != 0 {
+	if f := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, batch)); len(f) != 0 {
 		t.Errorf("failed %v, want none", f)
 	}
 	if runs["resent-after-6-minutes"] != 0 || runs["same-id-other-group"] != 1 {
 		t.Errorf("runs %v: want the re-send a duplicate, the other group's message run", runs)
 	}
-	if f := failedIDs(dedupe.SQSBatch(ctx, g, events.SQSEvent{Records: []events.SQSMessage{standard}}, cfg, fn)); !slices.Equal(f, []string{standard.MessageId}) || runs[standard.MessageId] != 0 {
+	if f := failedIDs(dedupe.SQS(g, cfg, fn)(ctx, events.SQSEvent{Records: []events.SQSMessage{standard}})); !slices.Equal(f, []string{standard.MessageId}) || runs[standard.MessageId] != 0 {
 		t.Errorf("standard-queue message: failed %v, runs %d; want it failed, not run", f, runs[standard.MessageId])
 	}
 }
@@ -152,13 +152,13 @@ func TestSQSFIFOGroupsRandomized(t *testing.T) {
 		}
 		g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "rand"})
 		var ran []string
-		failed := failedIDs(dedupe.SQSBatch(context.Background(), g, ev, nil, func(_ context.Context, m events.SQSMessage) error {
+		failed := failedIDs(dedupe.SQS(g, nil, func(_ context.Context, m events.SQSMessage) error {
 			ran = append(ran, m.MessageId)
 			if fails[m.MessageId] {
 				return errors.New("fail")
 			}
 			return nil
-		}))
+		})(context.Background(), ev))
 		var wantRan, wantFailed []string
 		broken := map[string]bool{}
 		for _, m := range ev.Records {

@@ -126,11 +126,6 @@ type Store interface {
 	Get(ctx context.Context, key string, now time.Time) (Record, error)
 }
 
-// MaxStoreKeyBytes is the longest key, in bytes, that every Store accepts:
-// DynamoDB's limit for a string partition key. Guard.Key never returns a
-// longer one.
-const MaxStoreKeyBytes = 2048
-
 // CheckStoreKey returns nil when key is one a Store must accept (valid
 // UTF-8, 1 to MaxStoreKeyBytes bytes), else an error wrapping
 // ErrKeyRejected that does not quote the key. Stores call it so that

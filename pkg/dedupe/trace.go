@@ -12,12 +12,10 @@ type Tracer interface {
 	// it. End is called exactly once, after the call's Event was logged
 	// and emitted, with that context and Event (also when the function
 	// panicked). A request refused before any claim (a missing key, an
-	// oversized body) gets a Start and an End at its emission.
-	Start(ctx context.Context) (context.Context, TraceEnd)
+	// oversized body) gets a Start and an End at its emission. The
+	// function it returns is that End.
+	Start(ctx context.Context) (context.Context, func(ctx context.Context, ev Event))
 }
-
-// TraceEnd ends what Tracer.Start began: see Tracer.
-type TraceEnd func(ctx context.Context, ev Event)
 
 // startTrace starts the trace of one guarded call, whose Event is ev.
 func (g *Guard) startTrace(ctx context.Context, ev *Event) context.Context {

@@ -36,10 +36,14 @@ type Answer[T any] struct {
 }
 
 // Once runs fn at most once for key and answers with its value, or with
-// the value of the first run to a duplicate, like RunJSON, but folds the
-// "value is valid anyway" errors into Answer.Warning and says whether the
-// value was replayed. payload is fingerprinted as RunJSON fingerprints it;
-// pass JSONFields(payload, ...) to fingerprint only part of it.
+// the value of the first run to a duplicate: it is Guard.Do for work
+// whose result is a Go value T rather than an HTTP Result. It suits
+// event handlers (EventBridge, SNS, a Step Functions task): payload is
+// the event's JSON (an EventBridge detail, a message body),
+// fingerprinted in its CanonicalJSON form (raw when it is not JSON);
+// pass JSONFields(payload, ...) to fingerprint only part of it. The
+// "value is valid anyway" errors are folded into Answer.Warning, and
+// Answer.Replayed tells a replay from a fresh run.
 //
 // The error is non-nil only when there is no value: fn's own error
 // (returned after the key was released, so a retry runs again), a
@@ -66,19 +70,21 @@ type Answer[T any] struct {
 //		log.Warn("processed, not recorded", "err", a.Warning)
 //	}
 //
-// (Guard.Do is another function: it runs a Func for a Call and returns an
-// Outcome.)
+// Handler is Once for a whole Lambda handler, selecting key and payload
+// from the event.
 func Once[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
-	return onceKeep(ctx, g, key, payload, nil, fn)
+	return onceKeep(ctx, g, Call{Key: key}, payload, nil, fn)
 }
 
-// onceKeep is Once with a keep rule: a value keep rejects is returned
-// and not stored, the key released so that a retry runs again (Handler
-// applies the HTTP adapters' rule to HTTP responses). Nil keeps all.
-func onceKeep[T any](ctx context.Context, g *Guard, key string, payload []byte, keep func(T) bool, fn func(context.Context) (T, error)) (Answer[T], error) {
+// onceKeep is Once for call (its Key and Retention; the fingerprint is
+// payload's) with a keep rule: a value keep rejects is returned and not
+// stored, the key released so that a retry runs again
+// (HandlerConfig.Keep). Nil keeps all.
+func onceKeep[T any](ctx context.Context, g *Guard, call Call, payload []byte, keep func(T) bool, fn func(context.Context) (T, error)) (Answer[T], error) {
 	var a Answer[T]
 	ran, kept := false, true
-	call := Call{Key: key, Fingerprint: Fingerprint(payload)}
+	key := call.Key
+	call.Fingerprint = Fingerprint(payload)
 	if keep != nil {
 		call.Keep = func(Result) bool { return kept }
 	}
@@ -173,11 +179,3 @@ func decodeResult[T any](body []byte, v *T) error {
 
 // isAny reports whether T is the empty interface.
 func isAny[T any]() bool { return reflect.TypeFor[T]() == reflect.TypeFor[any]() }
-
-// Do is Once.
-//
-// Deprecated: Do shares its name with Guard.Do, a different function; use
-// Once, which it calls.
-func Do[T any](ctx context.Context, g *Guard, key string, payload []byte, fn func(context.Context) (T, error)) (Answer[T], error) {
-	return Once(ctx, g, key, payload, fn)
-}

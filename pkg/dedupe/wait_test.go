@@ -70,7 +70,7 @@ func runWait(t *testing.T, store dedupe.Store, key string, r waitRun) waitResult
 	}
 	// The guard prefixes keys with "-#": the first owner claimed the
 	// stored form, so the duplicate asks for the bare key.
-	res.out, res.err = g.Run(ctx, key[len("-#"):], "fp", func(context.Context) (dedupe.Result, error) {
+	res.out, res.err = g.Do(ctx, dedupe.Call{Key: key[len("-#"):], Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		t.Error("a duplicate ran the function")
 		return dedupe.Result{}, nil
 	})

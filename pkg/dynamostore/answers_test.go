@@ -110,7 +110,7 @@ func TestClaimAnswersAreNotUnavailable(t *testing.T) {
 		g := dedupe.New(s2, &dedupe.Config{Prefix: "", Unprefixed: true, FailOpen: true, Now: func() time.Time { return later },
 			Logger: slog.New(slog.DiscardHandler)})
 		runs := 0
-		_, err = g.Run(ctx, key, "fp", func(context.Context) (dedupe.Result, error) { runs++; return dedupe.Result{StatusCode: 201}, nil })
+		_, err = g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { runs++; return dedupe.Result{StatusCode: 201}, nil })
 		var conflict *dedupe.ConflictError
 		if !errors.As(err, &conflict) || !errors.Is(err, dedupe.ErrInProgress) || runs != 0 {
 			t.Errorf("Run = %v after %d runs; want a ConflictError in progress, no run", err, runs)

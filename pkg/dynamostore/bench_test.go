@@ -29,7 +29,7 @@ func BenchmarkGuardDynalite(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			if _, err := g.Run(ctx, prefix+strconv.Itoa(i), "fp", fn); err != nil {
+			if _, err := g.Do(ctx, dedupe.Call{Key: prefix + strconv.Itoa(i), Fingerprint: "fp"}, fn); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -38,14 +38,14 @@ func BenchmarkGuardDynalite(b *testing.B) {
 	})
 	b.Run("replay", func(b *testing.B) {
 		key := rand.Text()
-		if _, err := g.Run(ctx, key, "fp", fn); err != nil {
+		if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); err != nil {
 			b.Fatal(err)
 		}
 		r.calls.reset()
 		i := 0
 		for b.Loop() {
 			i++
-			out, err := g.Run(ctx, key, "fp", fn)
+			out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn)
 			if err != nil || !out.Replayed {
 				b.Fatalf("replay = %+v, %v", out, err)
 			}

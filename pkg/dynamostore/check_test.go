@@ -132,7 +132,7 @@ func TestClaimReplyLostThenRetried(t *testing.T) {
 	}
 	g := dedupe.New(s, &dedupe.Config{Prefix: "lost-reply"})
 	runs := 0
-	out, err := g.Run(context.Background(), "order-42", "fp", func(context.Context) (dedupe.Result, error) {
+	out, err := g.Do(context.Background(), dedupe.Call{Key: "order-42", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		runs++
 		return dedupe.Result{StatusCode: 201, Body: []byte("charged")}, nil
 	})

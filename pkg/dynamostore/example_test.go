@@ -36,7 +36,7 @@ func Example() {
 
 	// In the handler: the key comes from the request (an Idempotency-Key
 	// header, an SQS message id), the fingerprint from its content.
-	out, err := guard.Run(ctx, "payment-42", "sha256-of-the-request", func(ctx context.Context) (dedupe.Result, error) {
+	out, err := guard.Do(ctx, dedupe.Call{Key: "payment-42", Fingerprint: "sha256-of-the-request"}, func(ctx context.Context) (dedupe.Result, error) {
 		// Charge the card here: it runs once per key.
 		return dedupe.Result{StatusCode: 201, Body: []byte(`{"id":"pay_42"}`)}, nil
 	})

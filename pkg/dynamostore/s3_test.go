@@ -210,11 +210,11 @@ func TestLargeResults(t *testing.T) {
 			key := "big-" + rand.Text()
 			runs := 0
 			fn := func(context.Context) (dedupe.Result, error) { runs++; return want, nil }
-			if out, err := g.Run(ctx, key, "fp", fn); err != nil || !out.Stored {
+			if out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); err != nil || !out.Stored {
 				t.Fatalf("%d bytes: first run %+v, %v; want stored", n, out, err)
 			}
 			start := time.Now()
-			out, err := g.Run(ctx, key, "fp", fn)
+			out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn)
 			t.Logf("%d bytes: replay in %v", n, time.Since(start))
 			if err != nil || !out.Replayed || runs != 1 {
 				t.Fatalf("%d bytes: replay %+v, %v after %d runs; want a replay after 1", n, out.Replayed, err, runs)
@@ -335,12 +335,12 @@ func TestLargeResults(t *testing.T) {
 			runs++
 			return dedupe.Result{StatusCode: 201, Body: bigBody(450 << 10)}, nil
 		}
-		if _, err := g.Run(ctx, key, "fp", fn); !errors.Is(err, dedupe.ErrResultTooLarge) {
+		if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); !errors.Is(err, dedupe.ErrResultTooLarge) {
 			t.Fatalf("first run: %v, want ErrResultTooLarge", err)
 		}
 		for range 4 {
 			clk.now = clk.now.Add(10 * time.Minute) // past every lease
-			if _, err := g.Run(ctx, key, "fp", fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+			if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
 				t.Errorf("retry: %v, want ErrResultOmitted", err)
 			}
 		}

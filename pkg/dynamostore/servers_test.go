@@ -25,14 +25,14 @@ func TestReplayCallsByServer(t *testing.T) {
 	ctx := context.Background()
 	want := dedupe.Result{StatusCode: 201, Body: []byte(`{"id":"pay_1"}`)}
 	key := "replay-" + rand.Text()
-	if _, err := g.Run(ctx, key, "fp", func(context.Context) (dedupe.Result, error) { return want, nil }); err != nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return want, nil }); err != nil {
 		t.Fatal(err)
 	}
 
 	const replays = 5
 	r.calls.reset()
 	for range replays {
-		out, err := g.Run(ctx, key, "fp", func(context.Context) (dedupe.Result, error) {
+		out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			t.Error("a replay ran the function")
 			return dedupe.Result{}, nil
 		})

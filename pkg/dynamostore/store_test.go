@@ -131,7 +131,7 @@ func TestCallsPerRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	doneKey := "done-" + rand.Text()
-	if _, err := g.Run(ctx, doneKey, "fp", ok); err != nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: doneKey, Fingerprint: "fp"}, ok); err != nil {
 		t.Fatal(err)
 	}
 
@@ -150,7 +150,7 @@ func TestCallsPerRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r.calls.reset()
-			_, err := g.Run(ctx, tt.key, tt.fp, ok)
+			_, err := g.Do(ctx, dedupe.Call{Key: tt.key, Fingerprint: tt.fp}, ok)
 			if !errors.Is(err, tt.wantError) {
 				t.Fatalf("Run error = %v, want %v", err, tt.wantError)
 			}
@@ -199,11 +199,11 @@ func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	g := dedupe.New(s, &dedupe.Config{Prefix: "allold", Now: (&clock{now: base}).Now})
 	ctx := context.Background()
 	want := dedupe.Result{StatusCode: 201, Body: []byte("created")}
-	if _, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) { return want, nil }); err != nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return want, nil }); err != nil {
 		t.Fatal(err)
 	}
 	r.calls.reset()
-	out, err := g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) {
+	out, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		t.Error("duplicate ran the function")
 		return dedupe.Result{}, nil
 	})
@@ -347,7 +347,7 @@ func TestResultTooLarge(t *testing.T) {
 				runs++
 				return dedupe.Result{StatusCode: 200, Body: big}, nil
 			}
-			out, err := g.Run(ctx, key, "fp", fn)
+			out, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn)
 			if !errors.Is(err, dedupe.ErrResultTooLarge) {
 				t.Fatalf("first Run error = %v, want ErrResultTooLarge", err)
 			}
@@ -362,7 +362,7 @@ func TestResultTooLarge(t *testing.T) {
 				t.Errorf("record = %+v, want COMPLETED, ResultOmitted, no result", rec)
 			}
 			clk.Advance(time.Second)
-			if _, err := g.Run(ctx, key, "fp", fn); !errors.Is(err, dedupe.ErrResultOmitted) {
+			if _, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, fn); !errors.Is(err, dedupe.ErrResultOmitted) {
 				t.Errorf("duplicate error = %v, want ErrResultOmitted", err)
 			}
 			if runs != 1 {
@@ -446,7 +446,7 @@ func TestStoreUnavailable(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := dedupe.New(s, &dedupe.Config{Prefix: "down", Now: (&clock{now: base}).Now})
-		_, err = g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) {
+		_, err = g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			t.Error("function ran without a claim")
 			return dedupe.Result{}, nil
 		})
@@ -469,9 +469,9 @@ func TestLateCompleteRefusedThroughGuard(t *testing.T) {
 
 	var retryOut dedupe.Outcome
 	var retryErr error
-	first, err := g.Run(ctx, "k", "fp", func(ctx context.Context) (dedupe.Result, error) {
+	first, err := g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 		clk.Advance(11 * time.Second) // the first invocation hangs past its lease
-		retryOut, retryErr = g.Run(ctx, "k", "fp", func(context.Context) (dedupe.Result, error) {
+		retryOut, retryErr = g.Do(ctx, dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			return dedupe.Result{StatusCode: 201, Body: []byte("retry")}, nil
 		})
 		clk.Advance(time.Second)

@@ -53,7 +53,7 @@ func TestClaimBehindAHeldRowIsInFlight(t *testing.T) {
 	g := dedupe.New(second, &dedupe.Config{Prefix: "", Unprefixed: true, FailOpen: true,
 		Now: func() time.Time { return base }, Logger: slog.New(slog.DiscardHandler)})
 	runs := 0
-	_, err = g.Run(ctx, "held", "fp", func(context.Context) (dedupe.Result, error) { runs++; return dedupe.Result{StatusCode: 201}, nil })
+	_, err = g.Do(ctx, dedupe.Call{Key: "held", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { runs++; return dedupe.Result{StatusCode: 201}, nil })
 	var conflict *dedupe.ConflictError
 	if !errors.As(err, &conflict) || !errors.Is(err, dedupe.ErrInProgress) || runs != 0 {
 		t.Errorf("Run = %v after %d runs; want a ConflictError in progress, no run (FailOpen on)", err, runs)

@@ -26,7 +26,7 @@ import (
 //     on the same table, through the same connections and query mode
 //     (INSERT … ON CONFLICT DO NOTHING, then UPDATE; a replay is one
 //     SELECT by key of the status and the result);
-//   - guard: dedupe.Guard.Run over the store (key scoping, fingerprint,
+//   - guard: dedupe.Guard.Do over the store (key scoping, fingerprint,
 //     claim, the handler, completion);
 //   - store: the store's calls alone (Claim, then Complete).
 //
@@ -146,18 +146,18 @@ func BenchmarkPostgres(b *testing.B) {
 		b.Run(m.name+"/guard/fresh", func(b *testing.B) {
 			prefix := rand.Text()
 			paired(b, "fresh", func(n int) {
-				if _, err := g.Run(ctx, prefix+strconv.Itoa(n), "fp", fn); err != nil {
+				if _, err := g.Do(ctx, dedupe.Call{Key: prefix + strconv.Itoa(n), Fingerprint: "fp"}, fn); err != nil {
 					b.Fatal(err)
 				}
 			})
 		})
 		b.Run(m.name+"/guard/replay", func(b *testing.B) {
 			k := rand.Text()
-			if _, err := g.Run(ctx, k, "fp", fn); err != nil {
+			if _, err := g.Do(ctx, dedupe.Call{Key: k, Fingerprint: "fp"}, fn); err != nil {
 				b.Fatal(err)
 			}
 			paired(b, "replay", func(int) {
-				if out, err := g.Run(ctx, k, "fp", fn); err != nil || !out.Replayed {
+				if out, err := g.Do(ctx, dedupe.Call{Key: k, Fingerprint: "fp"}, fn); err != nil || !out.Replayed {
 					b.Fatalf("replay = %+v, %v", out, err)
 				}
 			})

@@ -169,10 +169,10 @@ func TestGuardSurvivesLostCompletion(t *testing.T) {
 		return dedupe.Result{StatusCode: 201, Body: []byte("charged")}, nil
 	}
 	ctx := context.Background()
-	if _, err := g.Run(ctx, "order-1", "fp", fn); err != nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "order-1", Fingerprint: "fp"}, fn); err != nil {
 		t.Fatalf("first Run: %v", err)
 	}
-	out, err := g.Run(ctx, "order-1", "fp", fn)
+	out, err := g.Do(ctx, dedupe.Call{Key: "order-1", Fingerprint: "fp"}, fn)
 	if err != nil || !out.Replayed || string(out.Result.Body) != "charged" {
 		t.Fatalf("duplicate Run: %+v, %v; want the replay", out, err)
 	}

@@ -14,7 +14,7 @@ import (
 // BenchmarkRedis measures one request three ways, side by side, against
 // the test server:
 //
-//   - guard: dedupe.Guard.Run over the store (key scoping, fingerprint,
+//   - guard: dedupe.Guard.Do over the store (key scoping, fingerprint,
 //     claim, the handler, completion);
 //   - store: the store's calls alone (Claim, then Complete);
 //   - raw: the floor, the plainest commands doing the same round trips
@@ -47,7 +47,7 @@ func BenchmarkRedis(b *testing.B) {
 		counted.take()
 		for b.Loop() {
 			n++
-			if _, err := g.Run(ctx, prefix+strconv.Itoa(n), "fp", fn); err != nil {
+			if _, err := g.Do(ctx, dedupe.Call{Key: prefix + strconv.Itoa(n), Fingerprint: "fp"}, fn); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -55,14 +55,14 @@ func BenchmarkRedis(b *testing.B) {
 	})
 	b.Run("guard/replay", func(b *testing.B) {
 		k := rand.Text()
-		if _, err := g.Run(ctx, k, "fp", fn); err != nil {
+		if _, err := g.Do(ctx, dedupe.Call{Key: k, Fingerprint: "fp"}, fn); err != nil {
 			b.Fatal(err)
 		}
 		n := 0
 		counted.take()
 		for b.Loop() {
 			n++
-			if out, err := g.Run(ctx, k, "fp", fn); err != nil || !out.Replayed {
+			if out, err := g.Do(ctx, dedupe.Call{Key: k, Fingerprint: "fp"}, fn); err != nil || !out.Replayed {
 				b.Fatalf("replay = %+v, %v", out, err)
 			}
 		}

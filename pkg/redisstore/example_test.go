@@ -28,7 +28,7 @@ func Example() {
 	}
 	guard := dedupe.New(store, nil)
 
-	out, err := guard.Run(context.Background(), "payment-42", "sha256-of-the-request", func(ctx context.Context) (dedupe.Result, error) {
+	out, err := guard.Do(context.Background(), dedupe.Call{Key: "payment-42", Fingerprint: "sha256-of-the-request"}, func(ctx context.Context) (dedupe.Result, error) {
 		// Charge the card here: it runs once per key.
 		return dedupe.Result{StatusCode: 201, Body: []byte(`{"id":"pay_42"}`)}, nil
 	})

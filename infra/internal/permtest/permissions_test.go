@@ -229,12 +229,12 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	}
 	// Fresh, then a replay.
 	for range 2 {
-		if _, err := g.Run(ctx, "fresh", "fp", ok(body)); err != nil {
+		if _, err := g.Do(ctx, dedupe.Call{Key: "fresh", Fingerprint: "fp"}, ok(body)); err != nil {
 			t.Fatalf("fresh or replay: %v", err)
 		}
 	}
 	// A failure releases the key; a result Keep rejects too.
-	if _, err := g.Run(ctx, "fails", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errors.New("down") }); err == nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "fails", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errors.New("down") }); err == nil {
 		t.Fatal("a failing call returned nil")
 	}
 	if _, err := g.Do(ctx, dedupe.Call{Key: "kept", Fingerprint: "fp", Keep: func(dedupe.Result) bool { return false }}, ok(body)); err != nil {
@@ -244,7 +244,7 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		g.Run(ctx, "held", "fp", func(context.Context) (dedupe.Result, error) {
+		g.Do(ctx, dedupe.Call{Key: "held", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 			close(holding)
 			<-release
 			return dedupe.Result{StatusCode: 201}, nil
@@ -254,17 +254,17 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	waiter := dedupe.New(store, &dedupe.Config{Prefix: prefix, Wait: 100 * time.Millisecond,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
 	var ce *dedupe.ConflictError
-	if _, err := waiter.Run(ctx, "held", "fp", ok(body)); !errors.As(err, &ce) {
+	if _, err := waiter.Do(ctx, dedupe.Call{Key: "held", Fingerprint: "fp"}, ok(body)); !errors.As(err, &ce) {
 		t.Fatalf("waiting duplicate: %v, want in flight", err)
 	}
-	if _, err := g.Run(ctx, "held", "other", ok(body)); !errors.As(err, &ce) {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "held", Fingerprint: "other"}, ok(body)); !errors.As(err, &ce) {
 		t.Fatalf("mismatch: %v, want a conflict", err)
 	}
 	close(release)
 	<-done
 	// A takeover of a stranded record with the same request.
 	strand(t, store, g.Key("stranded"), time.Now().Add(-time.Hour))
-	if _, err := g.Run(ctx, "stranded", "fp", ok(body)); err != nil {
+	if _, err := g.Do(ctx, dedupe.Call{Key: "stranded", Fingerprint: "fp"}, ok(body)); err != nil {
 		t.Fatalf("takeover: %v", err)
 	}
 	// Heartbeat: a renewal while the work runs. The ticker is a channel:
@@ -272,7 +272,7 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	ticks := make(chan time.Time)
 	hb := dedupe.New(store, &dedupe.Config{Prefix: prefix, Heartbeat: time.Second,
 		NewTicker: func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }})
-	if _, err := hb.Run(ctx, "beats", "fp", func(context.Context) (dedupe.Result, error) {
+	if _, err := hb.Do(ctx, dedupe.Call{Key: "beats", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 		ticks <- time.Now()
 		ticks <- time.Now()
 		return dedupe.Result{StatusCode: 201}, nil
@@ -282,7 +282,7 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	// The warm-container cache: a replay it has seen costs nothing.
 	cached := dedupe.New(store, &dedupe.Config{Prefix: prefix, Cache: dedupe.NewCache(0, 0)})
 	for range 2 {
-		if _, err := cached.Run(ctx, "fresh", "fp", ok(body)); err != nil {
+		if _, err := cached.Do(ctx, dedupe.Call{Key: "fresh", Fingerprint: "fp"}, ok(body)); err != nil {
 			t.Fatalf("cached replay: %v", err)
 		}
 	}
@@ -362,7 +362,7 @@ func operatorParts(t *testing.T, rec *awscalls.Recorder, client dynamostore.Clie
 		t.Fatal(err)
 	}
 	g := dedupe.New(store, &dedupe.Config{Prefix: "operator-" + rand.Text()[:8]})
-	if _, err := g.Run(t.Context(), "done", "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{StatusCode: 201}, nil }); err != nil {
+	if _, err := g.Do(t.Context(), dedupe.Call{Key: "done", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{StatusCode: 201}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	done, err := store.Get(t.Context(), g.Key("done"), time.Now())

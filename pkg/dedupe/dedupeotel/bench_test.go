@@ -48,7 +48,7 @@ func BenchmarkGuard(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := g.Run(ctx, strconv.Itoa(i), "fp", ok); err != nil {
+				if _, err := g.Do(ctx, dedupe.Call{Key: strconv.Itoa(i), Fingerprint: "fp"}, ok); err != nil {
 					b.Fatal(err)
 				}
 			}

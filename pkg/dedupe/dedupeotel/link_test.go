@@ -73,7 +73,7 @@ func runLinks(t *testing.T, b backend) {
 			ExpiresAt: now.Add(time.Hour), Result: dedupe.Result{StatusCode: 200, Body: []byte("old")}}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := g.Run(context.Background(), "k", "fp", ok)
+		out, err := g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, ok)
 		if err != nil || !out.Replayed || string(out.Result.Body) != "old" {
 			t.Fatalf("old record: %+v, %v", out, err)
 		}
@@ -93,11 +93,11 @@ func runLinks(t *testing.T, b backend) {
 		prefix := "xray-" + rand.Text()
 		header := "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 		lambdaCtx := context.WithValue(context.Background(), "x-amzn-trace-id", header) //nolint:staticcheck // the runtime's own key
-		if _, err := dedupe.New(store, &dedupe.Config{Prefix: prefix}).Run(lambdaCtx, "k", "fp", ok); err != nil {
+		if _, err := dedupe.New(store, &dedupe.Config{Prefix: prefix}).Do(lambdaCtx, dedupe.Call{Key: "k", Fingerprint: "fp"}, ok); err != nil {
 			t.Fatal(err)
 		}
 		r := newRig(t)
-		out, err := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel}).Run(context.Background(), "k", "fp", ok)
+		out, err := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel}).Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, ok)
 		if err != nil || !out.Replayed {
 			t.Fatal(out, err)
 		}
@@ -122,7 +122,7 @@ func testReplayLinks(t *testing.T, r *rig, store dedupe.Store, format string, ba
 	first := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel})
 	second := dedupe.New(store, &dedupe.Config{Prefix: prefix, Tracer: r.tel})
 	ctx := dedupe.WithRequestID(base, "req-original")
-	if _, err := first.Run(ctx, "order-1", "fp", ok); err != nil {
+	if _, err := first.Do(ctx, dedupe.Call{Key: "order-1", Fingerprint: "fp"}, ok); err != nil {
 		t.Fatal(err)
 	}
 	run, _ := r.last(t)
@@ -133,7 +133,7 @@ func testReplayLinks(t *testing.T, r *rig, store dedupe.Store, format string, ba
 	if !strings.HasPrefix(rec.Trace, format) || rec.RequestID != "req-original" {
 		t.Fatalf("record names %q %q, want a %q trace and req-original", rec.RequestID, rec.Trace, format)
 	}
-	out, err := second.Run(dedupe.WithRequestID(context.Background(), "req-retry"), "order-1", "fp", ok)
+	out, err := second.Do(dedupe.WithRequestID(context.Background(), "req-retry"), dedupe.Call{Key: "order-1", Fingerprint: "fp"}, ok)
 	if err != nil || !out.Replayed {
 		t.Fatal(out, err)
 	}

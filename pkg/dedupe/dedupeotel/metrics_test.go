@@ -55,7 +55,7 @@ func TestMetricsMatchEMF(t *testing.T) {
 		if i%50 == 0 {
 			key = "" // invalid_key
 		}
-		g.Run(ctx, key, fp, fn)
+		g.Do(ctx, dedupe.Call{Key: key, Fingerprint: fp}, fn)
 	}
 	// HTTP requests on two routes: the route is the other attribute.
 	fs.claim, fs.complete = false, false

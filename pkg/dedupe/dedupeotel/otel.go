@@ -168,7 +168,7 @@ func (t *Telemetry) Emit(ctx context.Context, ev dedupe.Event) {
 // Start implements dedupe.Tracer: it starts the call's span, which the
 // returned end finishes with the call's Event, and puts the span's trace
 // context in ctx (dedupe.WithTrace) for the guard to store on the record.
-func (t *Telemetry) Start(ctx context.Context) (context.Context, dedupe.TraceEnd) {
+func (t *Telemetry) Start(ctx context.Context) (context.Context, func(context.Context, dedupe.Event)) {
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, "dedupe", trace.WithTimestamp(start))
 	if s := traceString(ctx, t.prop); s != "" {

@@ -138,43 +138,43 @@ var outcomeCases = []struct {
 	children map[string]codes.Code // child span name -> status
 }{
 	{"executed", faultStore{}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		_, err := g.Run(ctx, key, "fp", ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeExecuted, false, false,
 		map[string]codes.Code{"dedupe.claim": codes.Unset, "dedupe.handler": codes.Unset, "dedupe.complete": codes.Unset}},
 	{"replayed", faultStore{}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		g.Run(ctx, key, "fp", ok)
-		_, err := g.Run(ctx, key, "fp", ok)
+		g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeReplayed, true, false, map[string]codes.Code{"dedupe.claim": codes.Unset}},
 	{"in_progress", faultStore{}, func(ctx context.Context, g *dedupe.Guard, s dedupe.Store, key string) error {
 		now := time.Now()
 		s.Claim(ctx, dedupe.ClaimRequest{Key: g.Key(key), Fingerprint: "fp", Token: "other",
 			Now: now, LeaseUntil: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour)})
-		_, err := g.Run(ctx, key, "fp", ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeInProgress, false, false, map[string]codes.Code{"dedupe.claim": codes.Unset}},
 	{"mismatch", faultStore{}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		g.Run(ctx, key, "fp", ok)
-		_, err := g.Run(ctx, key, "other fp", ok)
+		g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "other fp"}, ok)
 		return err
 	}, dedupe.OutcomeMismatch, false, false, map[string]codes.Code{"dedupe.claim": codes.Unset}},
 	{"released", faultStore{}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		_, err := g.Run(ctx, key, "fp", func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errors.New("boom") })
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errors.New("boom") })
 		return err
 	}, dedupe.OutcomeReleased, false, true,
 		map[string]codes.Code{"dedupe.claim": codes.Unset, "dedupe.handler": codes.Error, "dedupe.release": codes.Unset}},
 	{"store_error", faultStore{claim: true}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		_, err := g.Run(ctx, key, "fp", ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeStoreError, false, true, map[string]codes.Code{"dedupe.claim": codes.Error}},
 	{"not_stored", faultStore{complete: true}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, key string) error {
-		_, err := g.Run(ctx, key, "fp", ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: key, Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeNotStored, false, true,
 		map[string]codes.Code{"dedupe.claim": codes.Unset, "dedupe.handler": codes.Unset, "dedupe.complete": codes.Error}},
 	{"invalid_key", faultStore{}, func(ctx context.Context, g *dedupe.Guard, _ dedupe.Store, _ string) error {
-		_, err := g.Run(ctx, "", "fp", ok)
+		_, err := g.Do(ctx, dedupe.Call{Key: "", Fingerprint: "fp"}, ok)
 		return err
 	}, dedupe.OutcomeInvalidKey, false, false, map[string]codes.Code{}},
 }
@@ -266,7 +266,7 @@ func TestFunctionSpansNest(t *testing.T) {
 	r := newRig(t)
 	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "nest", Tracer: r.tel})
 	var inner trace.SpanContext
-	g.Run(context.Background(), "k", "fp", func(ctx context.Context) (dedupe.Result, error) {
+	g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(ctx context.Context) (dedupe.Result, error) {
 		_, s := r.tp.Tracer("app").Start(ctx, "charge")
 		inner = s.SpanContext()
 		s.End()
@@ -330,7 +330,7 @@ func TestPanicEndsSpan(t *testing.T) {
 				t.Error("no panic")
 			}
 		}()
-		g.Run(context.Background(), "k", "fp", func(context.Context) (dedupe.Result, error) { panic("boom") })
+		g.Do(context.Background(), dedupe.Call{Key: "k", Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) { panic("boom") })
 	}()
 	span, _ := r.last(t)
 	if got := attrs(span)[dedupeotel.AttrOutcome].AsString(); got != dedupe.OutcomeReleased || span.Status().Code != codes.Error {
@@ -354,7 +354,7 @@ func TestBatchSpanPerMessage(t *testing.T) {
 	for i := range ev.Records {
 		ev.Records[i].EventSourceARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 	}
-	resp, _ := dedupe.SQSBatch(ctx, g, ev, nil, func(context.Context, events.SQSMessage) error { return nil })
+	resp, _ := dedupe.SQS(g, nil, func(context.Context, events.SQSMessage) error { return nil })(ctx, ev)
 	invocation.End()
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp)

@@ -68,7 +68,7 @@ type StoreConfig struct {
 }
 
 // The adapters CheckConfigs draws.
-var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "ALB", "Middleware", "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch", "Do", "RunJSON"}
+var configAdapters = []string{"HTTPAPI", "RESTAPI", "FunctionURL", "ALB", "Middleware", "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream", "Once"}
 
 // The principal sources CheckConfigs draws for the HTTP adapters.
 var configPrincipals = []string{"jwt", "cognito", "iam", "lambda-id", "lambda-no-identity", "lambda-volatile", "none", "func"}
@@ -514,7 +514,7 @@ func (r request) payload() string {
 // "anon" when its principal source carries no identity and the adapter
 // lets anonymous callers share a scope.
 func (h *configHistory) scopeTenant(tenant string) string {
-	if h.isBatch() || h.adapter == "Do" || h.adapter == "RunJSON" {
+	if h.isBatch() || h.adapter == "Once" {
 		return "-"
 	}
 	if !h.identified() {
@@ -540,7 +540,11 @@ func (h *configHistory) identified() bool {
 }
 
 func (h *configHistory) isBatch() bool {
-	return strings.HasSuffix(h.adapter, "Batch") || h.adapter == "SQSBatch-FIFO"
+	switch h.adapter {
+	case "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream":
+		return true
+	}
+	return false
 }
 
 // identity names a request's scope and life.
@@ -549,7 +553,7 @@ func (h *configHistory) identity(r request) string {
 	if h.isBatch() && h.shareSrc {
 		stage = "*"
 	}
-	if h.adapter == "Do" || h.adapter == "RunJSON" || h.adapter == "Middleware" {
+	if h.adapter == "Once" || h.adapter == "Middleware" {
 		stage = "-" // no stage in the scope: a server is one deployment per Prefix
 	}
 	return fmt.Sprintf("%s|%s|%s|%s|life%d", h.services[r.svc].name, stage, h.scopeTenant(r.tenant), r.key, h.epoch)
@@ -757,20 +761,12 @@ func (h *configHistory) send(r request) {
 	svc := h.services[r.svc]
 	ctx := context.Background()
 	switch h.adapter {
-	case "Do", "RunJSON":
+	case "Once":
 		h.reach()
 		payload := []byte(r.payload())
 		fn := func(ctx context.Context) (string, error) { return h.charge(ctx, id, r.variant), nil }
-		var v string
-		var err error
-		replayed := false
-		if h.adapter == "Do" {
-			var a dedupe.Answer[string]
-			a, err = dedupe.Do(ctx, svc.guard, r.key, payload, fn)
-			v, replayed = a.Value, a.Replayed
-		} else {
-			v, err = dedupe.RunJSON(ctx, svc.guard, r.key, payload, fn)
-		}
+		a, err := dedupe.Once(ctx, svc.guard, r.key, payload, fn)
+		v, replayed := a.Value, a.Replayed
 		if r.variant && (replayed || errors.Is(err, dedupe.ErrResultUnreadable) || errors.Is(err, dedupe.ErrResultOmitted)) && !h.variantBound(id) {
 			h.violate("%s: another request under its key got %v (replayed %v); want ErrFingerprintMismatch", id, err, replayed)
 		}
@@ -779,7 +775,7 @@ func (h *configHistory) send(r request) {
 		} else if err == nil {
 			h.violate("%s: no value and no error", id)
 		}
-	case "SQSBatch", "SQSBatch-FIFO", "KinesisBatch", "DynamoDBBatch":
+	case "SQS", "SQS-FIFO", "Kinesis", "DynamoDBStream":
 		h.sendBatch(r, id, svc)
 	default:
 		h.sendHTTP(r, id, svc)
@@ -799,15 +795,15 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 	onItem := func(o dedupe.ItemOutcome) { status = o.Status }
 	work := func(ctx context.Context) error {
 		if nestedFail {
-			return fmt.Errorf("nested RunJSON: %w", dedupe.ErrNotStored)
+			return fmt.Errorf("nested Once: %w", dedupe.ErrNotStored)
 		}
 		h.charge(ctx, id, r.variant)
 		return nil
 	}
 	h.reach()
 	switch h.adapter {
-	case "SQSBatch", "SQSBatch-FIFO":
-		if h.adapter == "SQSBatch-FIFO" {
+	case "SQS", "SQS-FIFO":
+		if h.adapter == "SQS-FIFO" {
 			arn += ".fifo"
 		}
 		key := r.key
@@ -819,17 +815,15 @@ func (h *configHistory) sendBatch(r request, id string, svc *configService) {
 				return strings.TrimSuffix(strings.TrimPrefix(m.Body, `{"order":"`), `"}`)
 			}
 		}
-		dedupe.SQSBatch(ctx, svc.guard, events.SQSEvent{Records: []events.SQSMessage{m}}, cfg, func(ctx context.Context, _ events.SQSMessage) error { return work(ctx) })
-	case "KinesisBatch":
+		dedupe.SQS(svc.guard, cfg, func(ctx context.Context, _ events.SQSMessage) error { return work(ctx) })(ctx, events.SQSEvent{Records: []events.SQSMessage{m}})
+	case "Kinesis":
 		rec := events.KinesisEventRecord{EventID: r.key, EventSourceArn: strings.Replace(arn, ":sqs:", ":kinesis:", 1),
 			Kinesis: events.KinesisRecord{SequenceNumber: fmt.Sprint(h.rng.Uint64()), Data: []byte(body)}}
-		dedupe.KinesisBatch(ctx, svc.guard, events.KinesisEvent{Records: []events.KinesisEventRecord{rec}},
-			&dedupe.KinesisConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.KinesisEventRecord) error { return work(ctx) })
-	case "DynamoDBBatch":
+		dedupe.Kinesis(svc.guard, &dedupe.KinesisConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.KinesisEventRecord) error { return work(ctx) })(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{rec}})
+	case "DynamoDBStream":
 		rec := events.DynamoDBEventRecord{EventID: r.key, EventName: "INSERT", EventSourceArn: strings.Replace(arn, ":sqs:", ":dynamodb:", 1),
 			Change: events.DynamoDBStreamRecord{SequenceNumber: fmt.Sprint(h.rng.Uint64())}}
-		dedupe.DynamoDBBatch(ctx, svc.guard, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}},
-			&dedupe.DynamoDBConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.DynamoDBEventRecord) error { return work(ctx) })
+		dedupe.DynamoDBStream(svc.guard, &dedupe.DynamoDBStreamConfig{OnItem: onItem, ShareSources: h.shareSrc, Logger: discard}, func(ctx context.Context, _ events.DynamoDBEventRecord) error { return work(ctx) })(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
 	}
 	h.mu.Lock()
 	done := h.work[id]

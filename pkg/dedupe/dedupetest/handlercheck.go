@@ -106,8 +106,8 @@ func checkHandlerHistories(t *testing.T, newStore func(*testing.T) dedupe.Store,
 // (a map holding an HTTP request is refused per event), and those it
 // must refuse at construction.
 var (
-	hcIns     = []string{"struct", "struct", "map", "raw", "rc-map", "eventbridge", "eventbridge", "apigw", "apigw"}
-	hcBadIns  = []string{"alb", "websocket", "rc-struct", "rc-embedded"}
+	hcIns     = []string{"struct", "struct", "map", "raw", "rc-map", "eventbridge", "eventbridge"}
+	hcBadIns  = []string{"alb", "websocket", "rc-struct", "rc-embedded", "apigw", "sqs"}
 	hcOuts    = []string{"receipt", "receipt", "map", "any", "holder", "http", "http", "panicky"}
 	hcBadOuts = []string{"chan"}
 )
@@ -182,6 +182,7 @@ type hcRequest struct {
 	mode     string // what the handler does: "ok", "fail", "panic", "error"
 	status   int    // the status of an HTTP result
 	ran      bool
+	hooked   bool // HandlerConfig.OnReplay was called
 	describe string
 }
 
@@ -251,6 +252,8 @@ func (h *hcHistory) wantRefusal() []string {
 	switch h.in {
 	case "alb", "websocket":
 		want = append(want, "cannot be scoped")
+	case "apigw", "sqs":
+		want = append(want, "have an entry point of their own")
 	case "rc-struct", "rc-embedded":
 		want = append(want, "receives the requestContext")
 	}
@@ -274,7 +277,7 @@ func (h *hcHistory) build() bool {
 	clock := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	h.guard = dedupe.New(h.store, &dedupe.Config{Prefix: fmt.Sprint("handlers-", h.seed), Now: func() time.Time { return clock },
 		Logger: slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	cfg := dedupe.HandlerConfig{Key: h.key.src, Fingerprint: h.fp.src}
+	cfg := hcConfig{Key: h.key.src, Fingerprint: h.fp.src, Retention: []time.Duration{0, 2 * time.Hour}[h.rng.IntN(2)]}
 	if h.custom() && !h.noScope {
 		cfg.Scope = h.scope.src
 	}
@@ -301,8 +304,14 @@ func (h *hcHistory) build() bool {
 	return err == nil && len(h.violations) == 0
 }
 
+// hcConfig is the drawn part of a HandlerConfig, whatever its Out.
+type hcConfig struct {
+	Key, Fingerprint, Scope string
+	Retention               time.Duration
+}
+
 // construct builds the handler for the drawn types.
-func (h *hcHistory) construct(cfg dedupe.HandlerConfig) error {
+func (h *hcHistory) construct(cfg hcConfig) error {
 	switch h.in {
 	case "struct":
 		return withOut[hcOrder](h, cfg)
@@ -314,6 +323,8 @@ func (h *hcHistory) construct(cfg dedupe.HandlerConfig) error {
 		return withOut[events.EventBridgeEvent](h, cfg)
 	case "apigw":
 		return withOut[events.APIGatewayV2HTTPRequest](h, cfg)
+	case "sqs":
+		return withOut[*events.SQSEvent](h, cfg)
 	case "alb":
 		return withOut[events.ALBTargetGroupRequest](h, cfg)
 	case "websocket":
@@ -325,7 +336,7 @@ func (h *hcHistory) construct(cfg dedupe.HandlerConfig) error {
 	}
 }
 
-func withOut[In any](h *hcHistory, cfg dedupe.HandlerConfig) error {
+func withOut[In any](h *hcHistory, cfg hcConfig) error {
 	switch h.out {
 	case "receipt":
 		return build[In](h, cfg, func(seen string, _ *hcRequest) hcReceipt { return hcReceipt{Seen: seen, Run: h.ranCount} })
@@ -349,8 +360,13 @@ func withOut[In any](h *hcHistory, cfg dedupe.HandlerConfig) error {
 }
 
 // build makes the handler and keeps a sender for it.
-func build[In, Out any](h *hcHistory, cfg dedupe.HandlerConfig, result func(seen string, r *hcRequest) Out) error {
-	fn, err := dedupe.Handler(h.guard, cfg, func(ctx context.Context, in In) (Out, error) {
+func build[In, Out any](h *hcHistory, cfg hcConfig, result func(seen string, r *hcRequest) Out) error {
+	c := &dedupe.HandlerConfig[Out]{Key: cfg.Key, Fingerprint: cfg.Fingerprint, Scope: cfg.Scope, Retention: cfg.Retention,
+		OnReplay: func(context.Context, *Out) { h.cur.hooked = true }}
+	if keep, ok := any(func(r events.APIGatewayV2HTTPResponse) bool { return dedupe.DefaultKeep(r.StatusCode) }).(func(Out) bool); ok {
+		c.Keep = keep // the HTTP adapters' rule: a 5xx, 408, 425 or 429 releases the key
+	}
+	fn, err := dedupe.Handler(h.guard, c, func(ctx context.Context, in In) (Out, error) {
 		var zero Out
 		h.cur.ran = true
 		h.ranCount++
@@ -754,6 +770,9 @@ func (h *hcHistory) check(out []byte, outVal any, err error) {
 		st = &hcIdentity{}
 		h.states[id] = st
 	}
+	if r.hooked != (!r.ran && err == nil && r.refusal == nil && refusedAs == nil) {
+		h.violate("%s: OnReplay called %v, want it called exactly for a replay (ran %v, err %v)", r.describe, r.hooked, r.ran, err)
+	}
 	if r.ran {
 		h.counts.runs++
 		switch {
@@ -852,8 +871,6 @@ func refusal(err error, p *dedupe.Problem) error {
 	switch {
 	case errors.Is(err, dedupe.ErrNoKey), errors.Is(err, dedupe.ErrNoFingerprint), errors.Is(err, dedupe.ErrNoPrincipal):
 		return err
-	case p != nil && p.Type == dedupe.ProblemKeyUnusable:
-		return fmt.Errorf("problem %s: %w %w", p.Type, dedupe.ErrNoKey, dedupe.ErrNoFingerprint)
 	case p != nil && p.Type == dedupe.ProblemInternal:
 		return fmt.Errorf("problem %s: %w", p.Type, dedupe.ErrNoPrincipal)
 	}

@@ -339,7 +339,7 @@ func TestReleaseRefusals(t *testing.T) {
 			// The guard's own release, after its function failed.
 			g := dedupe.New(b.store, &dedupe.Config{Prefix: prefix})
 			client := "failed/" + rand.Text()
-			if _, err := g.Run(ctx, client, "fp", func(context.Context) (dedupe.Result, error) {
+			if _, err := g.Do(ctx, dedupe.Call{Key: client, Fingerprint: "fp"}, func(context.Context) (dedupe.Result, error) {
 				return dedupe.Result{}, errors.New("processor down")
 			}); err == nil {
 				t.Fatal("the run did not fail")
