@@ -77,9 +77,8 @@ type Waited struct {
 
 // scale is how much each scenario of a run does.
 type scale struct {
-	// N is the requests per latency scenario, and CapacityN per capacity
-	// scenario.
-	N, CapacityN int
+	// N is the requests per latency scenario.
+	N int
 	// Concurrent is the requests on one key of the waiting scenarios.
 	Concurrent int
 	// WaitHandlers are the handler durations the waiting scenarios run.
@@ -97,8 +96,8 @@ type scale struct {
 // requests each, so that `make test` runs the bench (TestShort) and a
 // bench that panics or fails fails there, not in a user's hands.
 var (
-	full   = scale{N: 300, CapacityN: 20, Concurrent: 100, WaitHandlers: []time.Duration{50 * time.Millisecond, time.Second, 5 * time.Second}, StackLevels: []int{1, 4, 8}, PerClient: 40, BenchTime: "1s"}
-	short1 = scale{N: 5, CapacityN: 2, Concurrent: 5, WaitHandlers: []time.Duration{50 * time.Millisecond}, StackLevels: []int{2}, PerClient: 2, BenchTime: "20x"}
+	full   = scale{N: 300, Concurrent: 100, WaitHandlers: []time.Duration{50 * time.Millisecond, time.Second, 5 * time.Second}, StackLevels: []int{1, 4, 8}, PerClient: 40, BenchTime: "1s"}
+	short1 = scale{N: 5, Concurrent: 5, WaitHandlers: []time.Duration{50 * time.Millisecond}, StackLevels: []int{2}, PerClient: 2, BenchTime: "20x"}
 )
 
 func run(ctx context.Context, outDir string, sc scale, w io.Writer) error {
@@ -130,7 +129,7 @@ func run(ctx context.Context, outDir string, sc scale, w io.Writer) error {
 	if rep.Waits, err = waits(ctx, client, table, sc); err != nil {
 		return err
 	}
-	if rep.Capacity, err = capacityUnits(ctx, client, table, sc.CapacityN); err != nil {
+	if rep.Capacity, err = capacityUnits(ctx, client, table); err != nil {
 		return fmt.Errorf("capacity units: %w", err)
 	}
 	if rep.Check, err = checkCost(client, table); err != nil {
