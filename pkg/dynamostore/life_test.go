@@ -153,8 +153,12 @@ func (c *interloper) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o .
 	return c.Client.PutItem(ctx, in, o...)
 }
 
-// TestTakeoverFence: when the record changes between the failed fresh
-// write and the fenced write, the fenced write must not replace it. A
+// TestTakeoverFence: the claim's UpdateItem takes a free record in one
+// call, its condition checked where the record is; a free record it
+// cannot take (one without first_token, written before it existed) is
+// taken over by a fenced PutItem. When that record changes between the
+// failed claim and the fenced write, the fenced write must not replace
+// it. A
 // racing takeover by another attempt of the same request wins; the claim
 // then sees a record held by another token under a running lease and is
 // not acquired, and the winner's record is left as it wrote it. A racing
@@ -188,6 +192,11 @@ func TestTakeoverFence(t *testing.T) {
 			if res, err := plain.Claim(ctx, lifeClaim(k, "tok-a", base)); err != nil || !res.Acquired {
 				t.Fatal(res, err)
 			}
+			// A record from before first_token.
+			if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}}, UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+				t.Fatal(err)
+			}
 			c := &interloper{Client: r.client, hook: func() { tc.race(t, k) }}
 			s, err := dynamostore.New(c, dynamostore.Options{Table: r.table})
 			if err != nil {
@@ -201,8 +210,8 @@ func TestTakeoverFence(t *testing.T) {
 				t.Errorf("claim returned %+v; want the racing write's record (owner %s, %s)", res.Record, tc.wantTo, tc.status)
 			}
 			rec, err := plain.Get(ctx, k, stranded)
-			if err != nil || rec.Token != tc.wantTo || rec.Status != tc.status || rec.FirstToken != "tok-a" {
-				t.Errorf("record after the race: %+v, %v; want owner %s, %s, FirstToken tok-a", rec, err, tc.wantTo, tc.status)
+			if err != nil || rec.Token != tc.wantTo || rec.Status != tc.status || rec.Life() != "tok-a" {
+				t.Errorf("record after the race: %+v, %v; want owner %s, %s, life tok-a", rec, err, tc.wantTo, tc.status)
 			}
 		})
 	}

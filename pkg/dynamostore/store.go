@@ -199,45 +199,59 @@ func (s *Store) Shard(key string) int {
 	return int(h.Sum32() % uint32(s.shards))
 }
 
-// Claim implements dedupe.Store with conditional PutItems. A PutItem
-// replaces the whole item, so it cannot keep an attribute of the item it
-// replaces; a claim that keeps the record's life (FirstToken) must know
-// that life before it writes. So a claim is one write when the key starts
-// a new life, and two when it takes over:
+// Claim implements dedupe.Store with one conditional UpdateItem when the
+// key is absent or free for req, which is every fresh request and every
+// retry after a failure or a lapsed lease:
 //
-//  1. The fresh write, conditioned on
+//  1. The claim sets the whole IN_PROGRESS record (removing any result
+//     attribute), keeps first_token when the record has one
+//     (if_not_exists: a takeover keeps the record's life, a new item
+//     starts one with req.Token), and is conditioned on
 //
-//     attribute_not_exists(pk) OR expires_at < :now_s
+//     attribute_not_exists(pk) OR (status = IN_PROGRESS AND
+//     expires_at >= :now_s AND attribute_exists(first_token) AND
+//     (owner = :token OR (lease_expires_at < :now_ms AND
+//     fingerprint = :fp)))
 //
-//     carries first_token = req.Token: the key was absent or expired, a
-//     new life. When it succeeds, that is the whole claim.
+//     which is dedupe.Record.FreeFor without its expired case: the key is
+//     absent; or the record is req's own earlier attempt (a reply lost,
+//     the SDK's retry); or its lease has run out (a stranded record, or
+//     one Release let go of) and it carries req's fingerprint. The
+//     condition is checked where the record is, so nothing can change it
+//     in between, and the claim is one call.
 //
-//  2. When it fails, DynamoDB returns the existing item
+//  2. When the condition fails, DynamoDB returns the existing item
 //     (ReturnValuesOnConditionCheckFailure ALL_OLD; a server that ignores
-//     ALL_OLD, such as dynalite, costs a strongly consistent GetItem). If
-//     that record is not free for req (dedupe.Record.FreeFor), the claim
-//     is a duplicate: Acquired false with the record, one call on
-//     DynamoDB. If it is free (a stranded record with req's fingerprint,
-//     or req's own token: an earlier attempt of this claim whose reply was
-//     lost), a second PutItem replaces exactly the record seen, fenced on
+//     ALL_OLD, such as dynalite, costs a strongly consistent GetItem). A
+//     record that is not free for req (a live lease, a completed record,
+//     another fingerprint) is the answer: Acquired false with the record,
+//     one call on DynamoDB. Two kinds of free record are left, each taken
+//     with a conditional PutItem that replaces the whole item:
+//
+//     - an expired record (DynamoDB's TTL deletes lazily) starts a new
+//     life, which the update cannot (it would keep the old
+//     first_token): the PutItem carries first_token = req.Token and is
+//     conditioned on attribute_not_exists(pk) OR expires_at < :now_s;
+//
+//     - a free record without first_token (written before it existed)
+//     is taken over as the seen record's Life(), fenced on
 //
 //     owner = :seen_owner AND status = IN_PROGRESS AND lease_expires_at = :seen_lease
 //
-//     and carries first_token = the seen record's Life(). Every write to a
-//     record changes its owner, its status or its lease, so the fence
-//     holds only while nothing touched the record in between.
+//     Every write to a record changes its owner, its status or its
+//     lease, so the fence holds only while nothing touched the record
+//     in between.
 //
-// If the fenced write fails, the record changed: Claim decides again on
-// the record the failure returns, up to takeoverAttempts fenced writes in
-// all, then reports Acquired false with the record it last saw. A record
-// that vanished or expired in between yields Acquired false with a zero
+// If a write fails, the record changed: Claim decides again on the record
+// the failure returns, up to takeoverAttempts writes after the first,
+// then reports Acquired false with the record it last saw. A record that
+// vanished or expired in between yields Acquired false with a zero
 // Record, as the contract allows, and the caller may claim again.
 //
-// The SDK's retryer may resend either write after it was applied: a
-// resent fresh write fails (the record exists, with req's token) and
-// continues as the owner's own re-claim, which keeps FirstToken =
-// req.Token; a resent fenced write fails (the owner is now req's token)
-// and the next round finds req's own claim and rewrites it alike.
+// The SDK's retryer may resend a write after it was applied: a resent
+// claim finds req's own token and is applied again, keeping first_token;
+// a resent PutItem fails (the owner is now req's token) and the next
+// round finds req's own claim.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
@@ -253,38 +267,13 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
 		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
 		UpdatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+		RequestID:      req.RequestID,
+		Trace:          req.Trace,
 	}
-	item := s.key(req.Key)
-	item[a.Status] = str(string(dedupe.StatusInProgress))
-	item[a.Fingerprint] = str(req.Fingerprint)
-	item[a.Owner] = str(req.Token)
-	item[a.FirstToken] = str(req.Token)
-	item[a.LeaseExpiresAt] = num(rec.LeaseExpiresAt.UnixMilli())
-	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
-	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
-	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
-	if !s.lean {
-		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
-	}
-	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
-	rec.RequestID, rec.Trace = req.RequestID, req.Trace
-
 	if err := s.checked(ctx); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
 	}
-	existing, found, err := s.put(ctx, req.Key, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now"),
-		ExpressionAttributeNames: map[string]string{
-			"#pk":  a.PartitionKey,
-			"#exp": a.ExpiresAt,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": num(req.Now.Unix()),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	life, existing, found, err := s.claimUpdate(ctx, req)
 	switch {
 	case err != nil && existing != nil && !existing.Expired(req.Now):
 		// A completed record whose result cannot be read: an answer.
@@ -294,41 +283,55 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	case err != nil:
 		return dedupe.ClaimResult{}, err
 	case !found:
+		rec.FirstToken = life
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	}
+	item := s.claimItem(req)
 	for range takeoverAttempts {
+		var in *dynamodb.PutItemInput
 		switch {
-		case existing == nil || existing.Expired(req.Now):
-			// Vanished or expired since the fresh write failed.
+		case existing == nil:
+			// Vanished since the claim failed.
 			return dedupe.ClaimResult{}, nil
+		case existing.Expired(req.Now):
+			// A new life: the fresh write.
+			life = req.Token
+			in = &dynamodb.PutItemInput{
+				ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
+				ExpressionAttributeNames:  map[string]string{"#pk": a.PartitionKey, "#exp": a.ExpiresAt},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(req.Now.Unix())},
+			}
 		case !existing.FreeFor(req.Now, req.Fingerprint, req.Token):
 			return dedupe.ClaimResult{Record: *existing}, nil
+		default:
+			// Free, yet the claim's condition failed: a record without
+			// first_token, or one that changed in between.
+			life = existing.Life()
+			in = &dynamodb.PutItemInput{
+				ConditionExpression: aws.String("#owner = :owner AND #status = :inprog AND #lease = :lease"),
+				ExpressionAttributeNames: map[string]string{
+					"#owner":  a.Owner,
+					"#status": a.Status,
+					"#lease":  a.LeaseExpiresAt,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":owner":  str(existing.Token),
+					":inprog": str(string(dedupe.StatusInProgress)),
+					":lease":  num(existing.LeaseExpiresAt.UnixMilli()),
+				},
+			}
 		}
-		life := existing.Life()
 		item[a.FirstToken] = str(life)
+		in.TableName, in.Item = aws.String(s.table), item
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		seen := existing
-		existing, found, err = s.put(ctx, req.Key, &dynamodb.PutItemInput{
-			TableName:           aws.String(s.table),
-			Item:                item,
-			ConditionExpression: aws.String("#owner = :owner AND #status = :inprog AND #lease = :lease"),
-			ExpressionAttributeNames: map[string]string{
-				"#owner":  a.Owner,
-				"#status": a.Status,
-				"#lease":  a.LeaseExpiresAt,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":owner":  str(seen.Token),
-				":inprog": str(string(dedupe.StatusInProgress)),
-				":lease":  num(seen.LeaseExpiresAt.UnixMilli()),
-			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		existing, found, err = s.put(ctx, req.Key, in)
 		switch {
 		case err != nil && existing != nil && !existing.Expired(req.Now):
 			return dedupe.ClaimResult{Record: *existing}, err
 		case err != nil && existing != nil:
 			return dedupe.ClaimResult{}, nil
-		case errors.Is(err, dedupe.ErrStoreUnavailable):
+		case errors.Is(err, dedupe.ErrStoreUnavailable) && !seen.Expired(req.Now):
 			// The record seen was free for req, and the write that would
 			// take it over failed without an answer: whether it was
 			// applied is unknown, and another claim may have taken the
@@ -346,6 +349,78 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{}, nil
 	}
 	return dedupe.ClaimResult{Record: *existing}, nil
+}
+
+// claimItem returns the IN_PROGRESS item a claim's PutItem writes, but
+// for first_token.
+func (s *Store) claimItem(req dedupe.ClaimRequest) map[string]types.AttributeValue {
+	a := s.attr
+	item := s.key(req.Key)
+	item[a.Status] = str(string(dedupe.StatusInProgress))
+	item[a.Fingerprint] = str(req.Fingerprint)
+	item[a.Owner] = str(req.Token)
+	item[a.LeaseExpiresAt] = num(req.LeaseUntil.UnixMilli())
+	item[a.ExpiresAt] = num(req.ExpiresAt.Unix())
+	item[a.CreatedAt] = num(req.Now.UnixMilli())
+	item[a.UpdatedAt] = num(req.Now.UnixMilli())
+	if !s.lean {
+		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	}
+	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
+	return item
+}
+
+// claimUpdate runs the claim's UpdateItem (see Claim). It returns found
+// false and the record's life (its first_token after the write) when the
+// write was applied; otherwise what put returns for a failed write.
+func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life string, existing *dedupe.Record, found bool, err error) {
+	a := s.attr
+	names := map[string]string{
+		"#pk": a.PartitionKey, "#status": a.Status, "#fp": a.Fingerprint, "#owner": a.Owner, "#first": a.FirstToken,
+		"#lease": a.LeaseExpiresAt, "#exp": a.ExpiresAt, "#created": a.CreatedAt, "#upd": a.UpdatedAt, "#ref": a.Ref,
+		"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
+		"#ro": a.ResOmitted, "#robj": a.ResObject,
+	}
+	values := map[string]types.AttributeValue{
+		":inprog": str(string(dedupe.StatusInProgress)),
+		":fp":     str(req.Fingerprint),
+		":tok":    str(req.Token),
+		":lease":  num(req.LeaseUntil.UnixMilli()),
+		":exp":    num(req.ExpiresAt.Unix()),
+		":nowms":  num(req.Now.UnixMilli()),
+		":now":    num(req.Now.Unix()),
+		":ref":    str(dedupe.KeyRef(req.Key)),
+	}
+	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
+		"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref"
+	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj"
+	if s.lean {
+		remove += ", #shard"
+	} else {
+		set += ", #shard = :shard"
+		values[":shard"] = num(int64(s.Shard(req.Key)))
+	}
+	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              s.key(req.Key),
+		UpdateExpression: aws.String(set + remove),
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR (#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND " +
+			"(#owner = :tok OR (#lease < :nowms AND #fp = :fp)))"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueUpdatedNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		life = req.Token
+		if v, ok := out.Attributes[a.FirstToken].(*types.AttributeValueMemberS); ok && v.Value != "" {
+			life = v.Value
+		}
+		return life, nil, false, nil
+	}
+	existing, found, err = s.failed(ctx, req.Key, err)
+	return "", existing, found, err
 }
 
 // takeoverAttempts bounds the fenced writes of one Claim (see Claim).
@@ -371,6 +446,12 @@ func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) 
 	if err == nil {
 		return nil, false, nil
 	}
+	return s.failed(ctx, key, err)
+}
+
+// failed turns the error of a claim's conditional write (a PutItem or
+// the claim's UpdateItem) into what put returns (see put).
+func (s *Store) failed(ctx context.Context, key string, err error) (existing *dedupe.Record, found bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	var conflicted *conflictedError
 	switch {

@@ -134,6 +134,14 @@ func TestCallsPerRequest(t *testing.T) {
 	if _, err := g.Run(ctx, doneKey, "fp", ok); err != nil {
 		t.Fatal(err)
 	}
+	errFailed := errors.New("failed")
+	fail := func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errFailed }
+	failedKey, failedKey2 := "failed-"+rand.Text(), "failed2-"+rand.Text()
+	for _, k := range []string{failedKey, failedKey2} {
+		if _, err := g.Run(ctx, k, "fp", fail); !errors.Is(err, errFailed) {
+			t.Fatal(err)
+		}
+	}
 
 	tests := []struct {
 		name      string
@@ -142,10 +150,14 @@ func TestCallsPerRequest(t *testing.T) {
 		fallback  string   // the extra call when the item is missing
 		wantError error
 	}{
-		{"fresh", "fresh-" + rand.Text(), "fp", []string{"PutItem", "UpdateItem"}, "", nil},
-		{"replay", doneKey, "fp", []string{"PutItem"}, "GetItem", nil},
-		{"in progress", heldKey, "fp", []string{"PutItem"}, "GetItem", dedupe.ErrInProgress},
-		{"fingerprint mismatch", doneKey, "other-fp", []string{"PutItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
+		{"fresh", "fresh-" + rand.Text(), "fp", []string{"UpdateItem", "UpdateItem"}, "", nil},
+		{"replay", doneKey, "fp", []string{"UpdateItem"}, "GetItem", nil},
+		{"in progress", heldKey, "fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrInProgress},
+		{"fingerprint mismatch", doneKey, "other-fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
+		// A retry after a failure takes the released record with its claim:
+		// claim and complete.
+		{"retry after a failure", failedKey, "fp", []string{"UpdateItem", "UpdateItem"}, "", nil},
+		{"released, another request", failedKey2, "other-fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,9 +180,10 @@ func TestCallsPerRequest(t *testing.T) {
 }
 
 // allOldClient makes a server that ignores ALL_OLD behave like DynamoDB:
-// when a conditional PutItem fails without the old item, it reads the item
-// through a separate, uncounted client and attaches it to the error. It
-// exercises the store's one-call path for duplicates on dynalite.
+// when a conditional PutItem or UpdateItem fails without the old item, it
+// reads the item through a separate, uncounted client and attaches it to
+// the error. It exercises the store's one-call path for duplicates on
+// dynalite.
 type allOldClient struct {
 	dynamostore.Client
 	raw *dynamodb.Client
@@ -182,6 +195,19 @@ func (c allOldClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o 
 	if errors.As(err, &ccf) && len(ccf.Item) == 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
 		key := map[string]types.AttributeValue{"pk": in.Item["pk"]}
 		got, gerr := c.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: key, ConsistentRead: aws.Bool(true)})
+		if gerr != nil {
+			return nil, gerr
+		}
+		ccf.Item = got.Item
+	}
+	return out, err
+}
+
+func (c allOldClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && len(ccf.Item) == 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+		got, gerr := c.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
 		if gerr != nil {
 			return nil, gerr
 		}
@@ -210,8 +236,8 @@ func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	if err != nil || !out.Replayed || !bytes.Equal(out.Result.Body, want.Body) {
 		t.Fatalf("replay = %+v, %v; want the stored result", out, err)
 	}
-	if ops, _ := r.calls.snapshot(); !slices.Equal(ops, []string{"PutItem"}) {
-		t.Errorf("calls = %v, want [PutItem]", ops)
+	if ops, _ := r.calls.snapshot(); !slices.Equal(ops, []string{"UpdateItem"}) {
+		t.Errorf("calls = %v, want [UpdateItem]", ops)
 	}
 }
 
@@ -220,7 +246,7 @@ func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 func TestClaimRecordVanished(t *testing.T) {
 	r := newRig(t)
 	fc := faultClient{Client: r.client, fail: func(op string) error {
-		if op == "PutItem" {
+		if op == "UpdateItem" {
 			return &types.ConditionalCheckFailedException{Message: aws.String("injected")}
 		}
 		return nil
