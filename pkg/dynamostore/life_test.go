@@ -97,10 +97,17 @@ func TestFirstToken(t *testing.T) {
 	}
 }
 
-// doubleSend sends every PutItem twice and returns the second reply, as
-// the SDK's retryer does when the first reply is lost after the write was
-// applied.
+// doubleSend sends every PutItem and UpdateItem twice and returns the
+// second reply, as the SDK's retryer does when the first reply is lost
+// after the write was applied.
 type doubleSend struct{ dynamostore.Client }
+
+func (c doubleSend) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, err := c.Client.UpdateItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.UpdateItem(ctx, in, o...)
+}
 
 func (c doubleSend) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if _, err := c.Client.PutItem(ctx, in, o...); err != nil {
@@ -110,8 +117,9 @@ func (c doubleSend) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ..
 }
 
 // TestClaimResentWrites: a fresh claim whose write is resent after it was
-// applied is still a new life, and a takeover whose fenced write is
-// resent still keeps the taken-over record's life.
+// applied is still a new life, a takeover whose write is resent still
+// keeps the taken-over record's life, and an expired record's new life
+// resent is still the new life.
 func TestClaimResentWrites(t *testing.T) {
 	r := newRig(t)
 	plain := r.store(t, dynamostore.Options{})
@@ -135,6 +143,15 @@ func TestClaimResentWrites(t *testing.T) {
 	}
 	if rec, err := plain.Get(ctx, k2, base.Add(2*time.Minute)); err != nil || rec.Token != "tok-b" || rec.FirstToken != "tok-a" {
 		t.Errorf("after the takeover: %+v, %v", rec, err)
+	}
+	// An expired record's new life, its PutItem sent twice.
+	expired := base.Add(2 * time.Hour)
+	res, err = s.Claim(ctx, lifeClaim(k2, "tok-c", expired))
+	if err != nil || !res.Acquired || res.Record.FirstToken != "tok-c" {
+		t.Fatalf("new life sent twice: %+v, %v; want acquired, FirstToken tok-c", res, err)
+	}
+	if rec, err := plain.Get(ctx, k2, expired); err != nil || rec.Token != "tok-c" || rec.FirstToken != "tok-c" {
+		t.Errorf("after the new life: %+v, %v", rec, err)
 	}
 }
 
