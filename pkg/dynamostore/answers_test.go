@@ -36,6 +36,15 @@ func (c *noAllOld) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...
 	return out, err
 }
 
+func (c *noAllOld) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return out, &types.ConditionalCheckFailedException{Message: ccf.Message}
+	}
+	return out, err
+}
+
 func (c *noAllOld) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	if c.readFails {
 		return nil, &smithy.GenericAPIError{Code: "InternalServerError", Message: "try again"}

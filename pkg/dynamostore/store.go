@@ -60,8 +60,10 @@ type Options struct {
 	Shards int
 
 	// CompressAbove is the body size in bytes above which a body is stored
-	// gzip-compressed (when that makes it smaller). Zero means
-	// DefaultCompressAbove; a negative value never compresses.
+	// gzip-compressed (when that makes it smaller). A body kept in an item
+	// of its own (see BodyItemKey) is compressed below it too, when that
+	// saves a write unit. Zero means DefaultCompressAbove; a negative
+	// value never compresses.
 	CompressAbove int
 
 	// MaxItemBytes bounds the estimated size of a completed item. A result
@@ -82,6 +84,16 @@ type Options struct {
 	// multi-Region eventual consistency (again on the store's calls when
 	// that call failed transiently). See GlobalTables.
 	GlobalTables GlobalTables
+
+	// InlineBodies keeps every response body in its record, as versions
+	// before body items did: a replay's failed claim is then charged by
+	// the record's size, body included. The zero value keeps a body that
+	// would push the record past one write unit in an item of its own
+	// (see BodyItemKey). Set it while a deploy rolls out over environments
+	// of a version without body items, which answer a record naming one
+	// with a malformed-record error (500) instead of its response; records
+	// with a body item are read either way.
+	InlineBodies bool
 
 	// Lean makes the store write no in-flight index entry: a claim sets
 	// no Attributes.InflightShard, so the sparse index is never written
@@ -114,6 +126,7 @@ type Store struct {
 	maxItemBytes  int
 	large         LargeResults
 	lean          bool
+	inlineBodies  bool
 	global        *globalCheck // New's global-table check, until it has an answer; nil after
 }
 
@@ -171,6 +184,7 @@ func New(client Client, opts Options) (*Store, error) {
 		maxItemBytes:  opts.MaxItemBytes,
 		large:         opts.LargeResults,
 		lean:          opts.Lean,
+		inlineBodies:  opts.InlineBodies,
 		global:        gc,
 	}
 	if s.index == "" {
@@ -371,15 +385,17 @@ func (s *Store) claimItem(req dedupe.ClaimRequest) map[string]types.AttributeVal
 }
 
 // claimUpdate runs the claim's UpdateItem (see Claim). It returns found
-// false and the record's life (its first_token after the write) when the
-// write was applied; otherwise what put returns for a failed write.
+// false and the record's life (its first_token after the write, from the
+// item the write returns: ALL_NEW, since UPDATED_NEW leaves out an
+// attribute if_not_exists kept, on moto) when the write was applied;
+// otherwise what put returns for a failed write.
 func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life string, existing *dedupe.Record, found bool, err error) {
 	a := s.attr
 	names := map[string]string{
 		"#pk": a.PartitionKey, "#status": a.Status, "#fp": a.Fingerprint, "#owner": a.Owner, "#first": a.FirstToken,
 		"#lease": a.LeaseExpiresAt, "#exp": a.ExpiresAt, "#created": a.CreatedAt, "#upd": a.UpdatedAt, "#ref": a.Ref,
 		"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
-		"#ro": a.ResOmitted, "#robj": a.ResObject,
+		"#ro": a.ResOmitted, "#robj": a.ResObject, "#ritem": a.ResItem,
 	}
 	values := map[string]types.AttributeValue{
 		":inprog": str(string(dedupe.StatusInProgress)),
@@ -393,7 +409,7 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 	}
 	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
 		"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref"
-	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj"
+	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem"
 	if s.lean {
 		remove += ", #shard"
 	} else {
@@ -409,7 +425,7 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 			"(#owner = :tok OR (#lease < :nowms AND #fp = :fp)))"),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueUpdatedNew,
+		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
@@ -491,7 +507,10 @@ func (s *Store) failed(ctx context.Context, key string, err error) (existing *de
 // result attributes, expires_at and updated_at, and removes inflight_shard,
 // so the record leaves the in-flight index.
 //
-// A body above Options.CompressAbove is stored gzip-compressed. If the
+// A body above Options.CompressAbove is stored gzip-compressed. A body
+// that would push the record past one write unit (WriteUnitBytes) is
+// written to an item of its own first, and the record names it (see
+// BodyItemKey); if that write fails, the body is stored inline. If the
 // completed item would still exceed Options.MaxItemBytes (or DynamoDB
 // refuses it as too large), the record is completed without its result
 // (res_omitted true) and Complete returns an error wrapping
@@ -511,6 +530,11 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 			return s.completeLarge(ctx, req, res)
 		}
 		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
+	}
+	if len(res.body) > 0 && size > WriteUnitBytes && !s.inlineBodies {
+		if split, ok := s.splitBody(ctx, req, res); ok {
+			return s.update(ctx, req, split)
+		}
 	}
 	err := s.update(ctx, req, res)
 	if isItemTooLarge(err) {
@@ -564,20 +588,27 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	names["#robj"] = a.ResObject
+	names["#robj"], names["#ritem"] = a.ResObject, a.ResItem
 	switch {
 	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
 		values[":rb"] = &types.AttributeValueMemberB{Value: res.body}
 		values[":re"] = str(res.encoding)
-		remove += ", #robj"
+		remove += ", #robj, #ritem"
 	case res.object != nil:
 		set += ", #robj = :robj, #re = :re"
 		values[":robj"] = res.object.attribute()
 		values[":re"] = str(res.encoding)
-		remove += ", #rb"
+		remove += ", #rb, #ritem"
+	case res.item != nil:
+		set += ", #ritem = :ritem, #re = :re"
+		values[":ritem"] = res.item.attribute()
+		// Marked, so that a version without body items refuses the
+		// record (an unknown encoding) rather than replay an empty body.
+		values[":re"] = str(bodyItemEncoding + res.encoding)
+		remove += ", #rb, #robj"
 	default:
-		remove += ", #rb, #re, #robj"
+		remove += ", #rb, #re, #robj, #ritem"
 	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),

@@ -102,7 +102,7 @@ func TestDefaultAttributesMatchSchema(t *testing.T) {
 		LeaseExpiresAt: "lease_expires_at", ExpiresAt: "expires_at", CreatedAt: "created_at",
 		UpdatedAt: "updated_at", ResStatus: "res_status", ResHeaders: "res_headers",
 		ResBody: "res_body", ResEncoding: "res_encoding", ResOmitted: "res_omitted",
-		FirstToken: "first_token", ResObject: "res_object", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
+		FirstToken: "first_token", ResObject: "res_object", ResItem: "res_item", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -282,7 +282,11 @@ func TestResultEncoding(t *testing.T) {
 	}{
 		{"empty body", dynamostore.Options{}, dedupe.Result{StatusCode: 204}, ""},
 		{"binary body", dynamostore.Options{}, dedupe.Result{StatusCode: 200, Body: []byte{0, 1, 0xff, '\n'}}, dynamostore.EncodingIdentity},
-		{"at threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4096)}, dynamostore.EncodingIdentity},
+		// In a body item, a body not above the threshold is compressed
+		// when that saves a write unit; inline, it never is.
+		{"at threshold, in a body item", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4096)}, dynamostore.EncodingGzip},
+		{"at threshold, inline", dynamostore.Options{CompressAbove: 200}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 200)}, dynamostore.EncodingIdentity},
+		{"in a body item, incompressible", dynamostore.Options{}, dedupe.Result{Body: random[:3000]}, dynamostore.EncodingIdentity},
 		{"one byte over threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4097)}, dynamostore.EncodingGzip},
 		{"large compressible", dynamostore.Options{}, dedupe.Result{
 			StatusCode: 200,
@@ -312,6 +316,14 @@ func TestResultEncoding(t *testing.T) {
 			}
 			body, hasBody := item["res_body"].(*types.AttributeValueMemberB)
 			enc, _ := item["res_encoding"].(*types.AttributeValueMemberS)
+			if _, split := item["res_item"]; split {
+				body, hasBody = r.rawItem(t, dynamostore.BodyItemKey(key, "t"))["res_body"].(*types.AttributeValueMemberB)
+				if v, ok := strings.CutPrefix(enc.Value, "item:"); ok {
+					enc = &types.AttributeValueMemberS{Value: v}
+				} else {
+					t.Errorf("res_encoding %q of a body item lacks item:", enc.Value)
+				}
+			}
 			switch {
 			case tt.wantEncoding == "" && hasBody:
 				t.Errorf("res_body stored for an empty body")
