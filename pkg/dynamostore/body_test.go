@@ -167,9 +167,12 @@ func TestBodyItemFaults(t *testing.T) {
 	})
 	t.Run("altered", func(t *testing.T) {
 		key, tok := complete(t)
+		// One byte flipped: the same size, another SHA-256.
+		stored := bytes.Clone(r.rawItem(t, dynamostore.BodyItemKey(key, tok))["res_body"].(*types.AttributeValueMemberB).Value)
+		stored[len(stored)/2] ^= 1
 		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table), Key: bodyKey(key, tok),
 			UpdateExpression:          aws.String("SET res_body = :b"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":b": &types.AttributeValueMemberB{Value: bodyOf(len(want.Body))}}}); err != nil {
+			ExpressionAttributeValues: map[string]types.AttributeValue{":b": &types.AttributeValueMemberB{Value: stored}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, key, base); !errors.Is(err, dedupe.ErrResultOmitted) || !errors.Is(err, dynamostore.ErrObjectInvalid) {
