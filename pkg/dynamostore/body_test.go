@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -262,4 +263,37 @@ func TestBodyItemFaults(t *testing.T) {
 			t.Errorf("Get = %v; want the winner's body", err)
 		}
 	})
+}
+
+// TestBodyItemSingleTable: in a single-table design (a fixed sort key,
+// renamed attributes), the body item carries the same sort key value and
+// the renamed attributes, and replays.
+func TestBodyItemSingleTable(t *testing.T) {
+	c := dynamotest.Client(t)
+	table := dynamotest.UniqueName("dedupe-single-body")
+	attrs := dynamostore.Attributes{PartitionKey: "PK", Status: "st", Owner: "own", LeaseExpiresAt: "lease_ms",
+		ExpiresAt: "ttl", InflightShard: "GSI1PK", ResBody: "body"}
+	createTable(t, c, table, schema{pk: "PK", sk: "SK", shard: "GSI1PK", lease: "lease_ms", index: "GSI1",
+		projectedKeys: []string{"own", "st", "created_at"}})
+	s, err := dynamostore.New(c, dynamostore.Options{Table: table, SortKey: dynamostore.SortKey{Name: "SK", Value: "IDEMPOTENCY"},
+		Attributes: attrs, Index: "GSI1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key, want := rand.Text(), dedupe.Result{StatusCode: 200, Body: bodyOf(5000)}
+	if res, err := s.Claim(ctx, lifeClaim(key, "t", base)); err != nil || !res.Acquired {
+		t.Fatal(res, err)
+	}
+	if err := s.Complete(ctx, dedupe.CompleteRequest{Key: key, Token: "t", Result: want, Now: base, ExpiresAt: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: dynamostore.BodyItemKey(key, "t")}, "SK": &types.AttributeValueMemberS{Value: "IDEMPOTENCY"}}})
+	if err != nil || out.Item["body"] == nil || out.Item["own"] == nil || out.Item["ttl"] == nil {
+		t.Fatalf("body item: %v, %v; want body, own and ttl under the sort key", out, err)
+	}
+	if rec, err := s.Get(ctx, key, base); err != nil || !bytes.Equal(rec.Result.Body, want.Body) {
+		t.Errorf("Get: %v", err)
+	}
 }
