@@ -13,8 +13,10 @@
 //     for a bare handler and the same handler guarded, for fresh requests,
 //     replays (cache off and on) and in-flight conflicts; the ratio of a
 //     guarded fresh request's extra latency to two raw DynamoDB writes
-//     (the claim's PutItem and the completion's UpdateItem, made by hand
-//     in the same run);
+//     (a claim's PutItem and the completion's UpdateItem, made by hand
+//     in the same run), and of a guarded replay's to the raw calls it
+//     makes (the claim's UpdateItem failing on a completed record, and
+//     the GetItem of a server that returns no item with the failure);
 //   - waited duplicates: 100 concurrent requests on one key whose handler
 //     takes 50 ms, with Config.Wait on: how many got the 201 replay, and
 //     the most extra reads any of them made;
