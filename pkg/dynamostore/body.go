@@ -159,7 +159,8 @@ func (s *Store) splitBody(ctx context.Context, req dedupe.CompleteRequest, res e
 }
 
 // fetchBody reads and verifies the body item of the record of key
-// completed by token. Its errors wrap dedupe.ErrResultUnreadable when a
+// completed by token: an eventually consistent GetItem, and a strongly
+// consistent one when that did not find the body the record names. Its errors wrap dedupe.ErrResultUnreadable when a
 // retry may succeed, else dedupe.ErrResultOmitted and ErrObjectInvalid;
 // never dedupe.ErrStoreUnavailable: the record has been read, it is an
 // answer.
@@ -168,26 +169,36 @@ func (s *Store) fetchBody(ctx context.Context, op, key, token string, ref itemRe
 	lost := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w: %w", prefix, fmt.Sprintf(format, args...), ErrObjectInvalid, dedupe.ErrResultOmitted)
 	}
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            s.bodyKey(key, token),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: read the body item: %w: %v", prefix, dedupe.ErrResultUnreadable, err)
+	// A body item never changes once written (only its owner writes it,
+	// before completing, the same bytes if the write is resent), so an
+	// eventually consistent read, half the read units, is the answer when
+	// it matches the record; one that finds nothing or something else
+	// (written a moment ago, not yet everywhere) is read again strongly.
+	var why error
+	for _, consistent := range []bool{false, true} {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.table),
+			Key:            s.bodyKey(key, token),
+			ConsistentRead: aws.Bool(consistent),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: read the body item: %w: %v", prefix, dedupe.ErrResultUnreadable, err)
+		}
+		b, ok := out.Item[s.attr.ResBody].(*types.AttributeValueMemberB)
+		switch {
+		case len(out.Item) == 0:
+			why = lost("its body item is missing")
+		case !ok:
+			why = lost("its body item holds no body")
+		case int64(len(b.Value)) != ref.size:
+			why = lost("body item has %d bytes, its record says %d", len(b.Value), ref.size)
+		default:
+			if sum := sha256.Sum256(b.Value); !bytes.Equal(sum[:], ref.sha256) {
+				why = lost("body item's SHA-256 differs from its record's")
+				continue
+			}
+			return b.Value, nil
+		}
 	}
-	if len(out.Item) == 0 {
-		return nil, lost("its body item is missing")
-	}
-	b, ok := out.Item[s.attr.ResBody].(*types.AttributeValueMemberB)
-	switch {
-	case !ok:
-		return nil, lost("its body item holds no body")
-	case int64(len(b.Value)) != ref.size:
-		return nil, lost("body item has %d bytes, its record says %d", len(b.Value), ref.size)
-	}
-	if sum := sha256.Sum256(b.Value); !bytes.Equal(sum[:], ref.sha256) {
-		return nil, lost("body item's SHA-256 differs from its record's")
-	}
-	return b.Value, nil
+	return nil, why
 }

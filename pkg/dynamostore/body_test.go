@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -198,6 +199,21 @@ func TestBodyItemFaults(t *testing.T) {
 			t.Errorf("Get = %v, want ErrResultUnreadable, never unavailable", err)
 		}
 	})
+	t.Run("an eventually consistent read that misses", func(t *testing.T) {
+		key, _ := complete(t)
+		var reads []bool
+		lagging, err := dynamostore.New(staleReads{Client: r.client, reads: &reads}, dynamostore.Options{Table: r.table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := lagging.Get(ctx, key, base)
+		if err != nil || !bytes.Equal(rec.Result.Body, want.Body) {
+			t.Fatalf("Get = %v; want the body from the strongly consistent read", err)
+		}
+		if want := []bool{true, false, true}; !slices.Equal(reads, want) {
+			t.Errorf("reads (consistent?) = %v, want %v: the record, the body item eventually, then strongly", reads, want)
+		}
+	})
 	t.Run("body item without its record", func(t *testing.T) {
 		key, _ := complete(t)
 		if _, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}}); err != nil {
@@ -263,6 +279,22 @@ func TestBodyItemFaults(t *testing.T) {
 			t.Errorf("Get = %v; want the winner's body", err)
 		}
 	})
+}
+
+// staleReads answers every eventually consistent GetItem with nothing, as
+// a replica that has not yet seen a write does, and records each read's
+// consistency.
+type staleReads struct {
+	dynamostore.Client
+	reads *[]bool
+}
+
+func (c staleReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	*c.reads = append(*c.reads, aws.ToBool(in.ConsistentRead))
+	if !aws.ToBool(in.ConsistentRead) {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return c.Client.GetItem(ctx, in, o...)
 }
 
 // TestBodyItemSingleTable: in a single-table design (a fixed sort key,
