@@ -240,6 +240,21 @@ func TestBodyItemFaults(t *testing.T) {
 			t.Error("the new life's record still names the old body item")
 		}
 	})
+	t.Run("expired record whose body item is gone", func(t *testing.T) {
+		// Its result is not needed: the claim starts the new life in the
+		// same call, rather than answer nothing and be claimed again (a
+		// second claim that fails for want of the store would run the
+		// work unguarded with FailOpen, after the store had answered).
+		key, tok := complete(t)
+		if _, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: bodyKey(key, tok)}); err != nil {
+			t.Fatal(err)
+		}
+		later := base.Add(2 * time.Hour)
+		res, err := s.Claim(ctx, lifeClaim(key, "new-life", later))
+		if err != nil || !res.Acquired || res.Record.FirstToken != "new-life" {
+			t.Errorf("Claim = %+v, %v; want the new life, acquired", res, err)
+		}
+	})
 	t.Run("inline record of an earlier version", func(t *testing.T) {
 		key, tok := complete(t)
 		body := r.rawItem(t, dynamostore.BodyItemKey(key, tok))["res_body"]

@@ -295,14 +295,16 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	case err != nil && existing != nil && !existing.Expired(req.Now):
 		// A completed record whose result cannot be read: an answer.
 		return dedupe.ClaimResult{Record: *existing}, err
-	case err != nil && existing != nil:
-		return dedupe.ClaimResult{}, nil // expired: absent
-	case err != nil:
+	case err != nil && existing == nil:
 		return dedupe.ClaimResult{}, err
-	case !found:
+	case err == nil && !found:
 		rec.FirstToken = life
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	}
+	// The claim's condition failed on existing (nil: gone since). An
+	// expired one whose result could not be read needs no result: it is
+	// absent, and the new life below replaces it in this call, rather
+	// than send the caller back to claim again.
 	item := s.claimItem(req)
 	for range takeoverAttempts {
 		var in *dynamodb.PutItemInput
@@ -348,12 +350,18 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 			return dedupe.ClaimResult{Record: *existing}, err
 		case err != nil && existing != nil:
 			return dedupe.ClaimResult{}, nil
-		case errors.Is(err, dedupe.ErrStoreUnavailable) && !seen.Expired(req.Now):
-			// The record seen was free for req, and the write that would
-			// take it over failed without an answer: whether it was
+		case errors.Is(err, dedupe.ErrStoreUnavailable) && seen.Expired(req.Now):
+			// The claim found an expired record, and the write that would
+			// start a new life failed without an answer: whether it was
 			// applied is unknown, and another claim may have taken the
-			// key meanwhile. That is no "no answer": in flight, so that
-			// FailOpen does not run the work beside a possible owner.
+			// key meanwhile. The store has answered about the key, so
+			// this is no "no answer": in flight (the expired record is
+			// absent, so none is returned), and FailOpen does not run the
+			// work beside a possible owner.
+			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: starting a new life over an expired record: %w: %v", dedupe.KeyRef(req.Key), dedupe.ErrInProgress, err)
+		case errors.Is(err, dedupe.ErrStoreUnavailable):
+			// The record seen was free for req, and the write that would
+			// take it over failed without an answer: in flight, likewise.
 			return dedupe.ClaimResult{Record: *seen}, fmt.Errorf("dynamostore: claim %s: taking over a stranded record: %w: %v", dedupe.KeyRef(req.Key), dedupe.ErrInProgress, err)
 		case err != nil:
 			return dedupe.ClaimResult{}, err
