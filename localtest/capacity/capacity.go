@@ -3,7 +3,9 @@ package capacity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,6 +80,7 @@ type Meter struct {
 
 	mu    sync.Mutex
 	units Units
+	calls int
 }
 
 var _ dynamostore.Client = (*Meter)(nil)
@@ -88,6 +91,13 @@ var _ dynamostore.Client = (*Meter)(nil)
 // that the store makes the calls it makes on DynamoDB.
 func New(c dynamostore.Client, schema Schema, allOld bool) *Meter {
 	return &Meter{c: c, schema: schema, allOld: allOld}
+}
+
+// Calls returns the calls passed on since the last Reset.
+func (m *Meter) Calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
 }
 
 // Units returns the units counted since the last Reset.
@@ -102,12 +112,20 @@ func (m *Meter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.units = Units{}
+	m.calls = 0
 }
 
 func (m *Meter) add(u Units) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.units = m.units.Add(u)
+}
+
+// call counts one call passed on.
+func (m *Meter) call() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
 }
 
 // current reads the item with key from table, uncounted.
@@ -137,9 +155,11 @@ func (m *Meter) write(before, after map[string]types.AttributeValue) Units {
 	return u
 }
 
-// failed returns the units of a conditional write that failed on existing.
-func failed(existing map[string]types.AttributeValue) Units {
-	return Units{Write: float64(dynamostore.WriteUnits(dynamostore.ItemSize(existing)))}
+// failed returns the units of a conditional write that failed on
+// existing, when it would have written proposed: one unit per started KB
+// of the larger of the two, at least one. No index is written.
+func failed(existing, proposed map[string]types.AttributeValue) Units {
+	return Units{Write: float64(dynamostore.WriteUnits(max(dynamostore.ItemSize(existing), dynamostore.ItemSize(proposed))))}
 }
 
 // entry returns item's entry in ix, or nil when item is not in it.
@@ -181,11 +201,12 @@ func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 	if err != nil {
 		return m.c.PutItem(ctx, in, o...)
 	}
+	m.call()
 	out, err := m.c.PutItem(ctx, in, o...)
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		m.add(failed(before))
+		m.add(failed(before, in.Item))
 		if m.allOld && len(ccf.Item) == 0 && len(before) > 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
 			ccf.Item = before
 		}
@@ -201,11 +222,15 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 	if err != nil {
 		return m.c.UpdateItem(ctx, in, o...)
 	}
+	m.call()
 	out, err := m.c.UpdateItem(ctx, in, o...)
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		m.add(failed(before))
+		m.add(failed(before, applyUpdate(before, m.keyOf(in.Key), in)))
+		if m.allOld && len(ccf.Item) == 0 && len(before) > 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+			ccf.Item = before
+		}
 	case err == nil:
 		after, gerr := m.current(ctx, in.TableName, in.Key)
 		if gerr == nil {
@@ -217,6 +242,7 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 
 // GetItem passes the call on and counts it.
 func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	m.call()
 	out, err := m.c.GetItem(ctx, in, o...)
 	if err == nil {
 		u := float64(dynamostore.ReadUnits(dynamostore.ItemSize(out.Item)))
@@ -231,6 +257,7 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 // Query passes the call on and counts it: the items' total size, rounded
 // up to 4 KB, halved unless the read is strongly consistent.
 func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	m.call()
 	out, err := m.c.Query(ctx, in, o...)
 	if err == nil {
 		size := 0
@@ -246,7 +273,103 @@ func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*d
 	return out, err
 }
 
+// DeleteItem passes the call on, when the wrapped client has DeleteItem
+// (dynamostore.Deleter), and counts it: the deleted item's size, as a
+// write (at least one unit), and the index entries it takes out.
+func (m *Meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	del, ok := m.c.(dynamostore.Deleter)
+	if !ok {
+		return nil, fmt.Errorf("capacity: client %T has no DeleteItem", m.c)
+	}
+	before, err := m.current(ctx, in.TableName, in.Key)
+	if err != nil {
+		return del.DeleteItem(ctx, in, o...)
+	}
+	m.call()
+	out, err := del.DeleteItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		m.add(failed(before, nil))
+	case err == nil:
+		m.add(m.write(before, nil))
+	}
+	return out, err
+}
+
 // DescribeTable passes the call on; it consumes no capacity.
 func (m *Meter) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return m.c.DescribeTable(ctx, in, o...)
+}
+
+// applyUpdate returns the item an UpdateItem would leave from before, for
+// the forms of update expression the store writes: SET of #name = :value
+// or #name = if_not_exists(#name, :value), and REMOVE of #names. It is
+// what a failed update would have written, which DynamoDB charges when it
+// is larger than the existing item. A clause of another form leaves its
+// attribute as it was (the estimate is then low, never high).
+func applyUpdate(before, key map[string]types.AttributeValue, in *dynamodb.UpdateItemInput) map[string]types.AttributeValue {
+	after := make(map[string]types.AttributeValue, len(before)+len(key))
+	for k, v := range before {
+		after[k] = v
+	}
+	for k, v := range key {
+		after[k] = v
+	}
+	name := func(n string) string {
+		if a, ok := in.ExpressionAttributeNames[n]; ok {
+			return a
+		}
+		return n
+	}
+	expr := " " + aws.ToString(in.UpdateExpression)
+	set, remove := expr, ""
+	if i := strings.Index(expr, " REMOVE "); i >= 0 {
+		set, remove = expr[:i], expr[i+len(" REMOVE "):]
+	}
+	set = strings.TrimPrefix(strings.TrimSpace(set), "SET ")
+	for _, clause := range splitTop(set) {
+		lhs, rhs, ok := strings.Cut(clause, "=")
+		if !ok {
+			continue
+		}
+		n, rhs := name(strings.TrimSpace(lhs)), strings.TrimSpace(rhs)
+		if inner, ok := strings.CutPrefix(rhs, "if_not_exists("); ok {
+			path, val, _ := strings.Cut(strings.TrimSuffix(inner, ")"), ",")
+			if _, exists := before[name(strings.TrimSpace(path))]; exists {
+				continue
+			}
+			rhs = strings.TrimSpace(val)
+		}
+		if v, ok := in.ExpressionAttributeValues[rhs]; ok {
+			after[n] = v
+		}
+	}
+	for _, n := range splitTop(remove) {
+		delete(after, name(strings.TrimSpace(n)))
+	}
+	return after
+}
+
+// splitTop splits s at the commas outside parentheses.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if strings.TrimSpace(s[start:]) != "" {
+		out = append(out, s[start:])
+	}
+	return out
 }

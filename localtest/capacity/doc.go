@@ -1,7 +1,8 @@
 // Package capacity provides Meter, a dynamostore.Client that computes the
 // DynamoDB capacity units every call it passes on would consume, by AWS's
 // documented rules, from the items actually written: `make bench` reports
-// them per fresh request, replay and conflict, since no local server
+// them per fresh request, replay, failure and retry (Measure, beside
+// Powertools' idempotency utility, modelled by its calls), since no local server
 // (dynalite, moto) reports consumed capacity or counts index writes.
 //
 // The rules (docs/cost.md quotes them):
@@ -10,7 +11,9 @@
 //     (dynamostore.ItemSize);
 //   - a write consumes one unit per started KB of the larger of the item
 //     before and after it; a conditional write whose condition fails
-//     consumes one unit per started KB of the existing item, at least 1;
+//     consumes one unit per started KB of the larger of the existing item
+//     and the item it would have written, at least 1, and the existing
+//     item it returns (ReturnValuesOnConditionCheckFailure) costs no read;
 //   - a strongly consistent read consumes one unit per started 4 KB of the
 //     item read, at least 1 (0.5 when eventually consistent);
 //   - a write that puts an item into a global secondary index, or removes

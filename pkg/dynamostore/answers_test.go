@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -28,6 +29,15 @@ type noAllOld struct {
 
 func (c *noAllOld) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	out, err := c.Client.PutItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return out, &types.ConditionalCheckFailedException{Message: ccf.Message}
+	}
+	return out, err
+}
+
+func (c *noAllOld) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return out, &types.ConditionalCheckFailedException{Message: ccf.Message}
@@ -88,11 +98,17 @@ func TestClaimAnswersAreNotUnavailable(t *testing.T) {
 		if res, err := s.Claim(ctx, claimReq(key, "A", base)); err != nil || !res.Acquired {
 			t.Fatalf("first claim: %+v, %v", res, err)
 		}
+		// A record from before first_token, which the claim's update does
+		// not take: the fenced PutItem does.
+		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}, UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+			t.Fatal(err)
+		}
 		later := base.Add(2 * time.Minute) // A's lease has run out
 		n := 0
 		s2, err := dynamostore.New(faultClient{Client: r.client, fail: func(op string) error {
 			if op == "PutItem" {
-				if n++; n == 2 { // the fresh write fails its condition; the fenced one fails
+				if n++; n == 1 { // the claim's update fails its condition; the fenced write fails
 					return &smithy.GenericAPIError{Code: "InternalServerError", Message: "try again"}
 				}
 			}

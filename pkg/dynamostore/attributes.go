@@ -85,6 +85,11 @@ type Attributes struct {
 	// for the item is stored in S3 (Options.LargeResults): a map (M) of
 	// bucket (S), key (S), size (N) and sha256 (B). Default "res_object".
 	ResObject string
+	// ResItem holds, instead of ResBody, the size (N) and sha256 (B), in a
+	// map (M), of a result body stored in an item of its own because it
+	// would have pushed the record past one write unit (see BodyItemKey).
+	// Default "res_item".
+	ResItem string
 	// InflightShard holds hash(key) mod Shards (N) while the record is
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
@@ -122,6 +127,7 @@ func DefaultAttributes() Attributes {
 		ResOmitted:     "res_omitted",
 		FirstToken:     "first_token",
 		ResObject:      "res_object",
+		ResItem:        "res_item",
 		InflightShard:  "inflight_shard",
 		Ref:            "ref",
 		RequestID:      "request_id",
@@ -151,6 +157,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.ResOmitted, d.ResOmitted},
 		{&a.FirstToken, d.FirstToken},
 		{&a.ResObject, d.ResObject},
+		{&a.ResItem, d.ResItem},
 		{&a.InflightShard, d.InflightShard},
 		{&a.Ref, d.Ref},
 		{&a.RequestID, d.RequestID},

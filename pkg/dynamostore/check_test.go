@@ -113,14 +113,15 @@ func checkHistories() int {
 }
 
 // TestClaimReplyLostThenRetried checks issue 9, case 4 on the wire: the
-// claim's PutItem is applied, its reply is lost, and the SDK sends it
+// claim's UpdateItem is applied, its reply is lost, and the SDK sends it
 // again. The retry meets the owner's own record and must be taken as the
 // owner's claim, not answered 409.
 func TestClaimReplyLostThenRetried(t *testing.T) {
 	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
 	lost := 0
 	inject := func(op string) dedupetest.Fault {
-		if op == "PutItem" && lost == 0 {
+		if op == "UpdateItem" && lost == 0 { // the claim
+
 			lost++
 			return dedupetest.FaultLostReply
 		}

@@ -225,7 +225,7 @@ func TestReplicatedWriteConflictThroughTheGuard(t *testing.T) {
 		{"a conflict, then a throttle", func(c dynamostore.Client) dynamostore.Client {
 			n := 0
 			return faultClient{Client: c, fail: func(op string) error {
-				if op != "PutItem" {
+				if op != "UpdateItem" { // the claim
 					return nil
 				}
 				if n++; n == 1 {

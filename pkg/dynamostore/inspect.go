@@ -34,6 +34,11 @@ type Inspected struct {
 	// whose Body is then nil (its status and headers are there); nil when
 	// the body, if any, is in the item.
 	Object *Object
+	// BodyErr is why the body of Record.Result, kept in an item of its
+	// own (see BodyItemKey), could not be read: Result.Body is then nil
+	// (its status and headers are there). Nil when it was read, or when
+	// the body is elsewhere.
+	BodyErr error
 }
 
 // Inspect returns the live record for key at now as Get does, except
@@ -41,7 +46,9 @@ type Inspected struct {
 // object is named (Inspected.Object), not read, so it needs neither
 // LargeResults nor s3:GetObject, and an object that is missing or
 // unreadable does not hide the record. It costs one strongly consistent
-// GetItem. It is for operators' tools (dedupe show, forget); the guard
+// GetItem, and a second for a body kept in an item of its own (one that
+// cannot be read does not hide the record either: Inspected.BodyErr). It
+// is for operators' tools (dedupe show, forget); the guard
 // never calls it. To read the body, Get the key from a store whose
 // LargeResults.Bucket is Object.Bucket: Get checks the object's size and
 // SHA-256 against the record.
@@ -96,7 +103,7 @@ func (s *Store) inspect(ctx context.Context, key string) (Inspected, bool, error
 	if len(out.Item) == 0 {
 		return Inspected{}, false, nil
 	}
-	rec, err := s.decodeInspected(out.Item)
+	rec, err := s.decodeInspected(ctx, key, out.Item)
 	if err != nil {
 		return Inspected{}, false, fmt.Errorf("dynamostore: inspect %s: %w", dedupe.KeyRef(key), err)
 	}
@@ -104,9 +111,27 @@ func (s *Store) inspect(ctx context.Context, key string) (Inspected, bool, error
 }
 
 // decodeInspected decodes item; a body kept in an object is decoded as
-// an empty one, and the object returned beside the record.
-func (s *Store) decodeInspected(item map[string]types.AttributeValue) (Inspected, error) {
+// an empty one, and the object returned beside the record; a body kept in
+// a body item is read, and when it cannot be, decoded as an empty one
+// with the read's error beside the record.
+func (s *Store) decodeInspected(ctx context.Context, key string, item map[string]types.AttributeValue) (Inspected, error) {
 	a := s.attr
+	if _, ok := item[a.ResItem]; ok {
+		// A body in its own item is read (a strongly consistent GetItem
+		// of the table); one that cannot be does not hide the record.
+		rec, err := s.decodeItem(item, nil, func(token string, ref itemRef) ([]byte, error) { return s.fetchBody(ctx, "inspect", key, token, ref) })
+		if err == nil || rec.Key == "" {
+			return Inspected{Record: rec}, err
+		}
+		rest := maps.Clone(item)
+		delete(rest, a.ResItem)
+		delete(rest, a.ResEncoding)
+		if rec, derr := s.decode(rest); derr == nil && rec.Result != nil {
+			rec.Result.Body = nil
+			return Inspected{Record: rec, BodyErr: err}, nil
+		}
+		return Inspected{}, err
+	}
 	v, ok := item[a.ResObject]
 	if !ok {
 		rec, err := s.decode(item)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -27,6 +28,7 @@ type encodedResult struct {
 	encoding string // EncodingGzip or EncodingIdentity
 	omitted  bool
 	object   *objectRef // the body's S3 object (LargeResults); body is then empty
+	item     *itemRef   // the body's own item (see BodyItemKey); body is then empty
 }
 
 // encodeResult prepares r for storage: headers in the binary form of
@@ -157,29 +159,37 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 	if res.object != nil {
 		size += res.object.attrSize(a.ResObject) + len(a.ResEncoding) + len(res.encoding)
 	}
+	if res.item != nil {
+		size += len(a.ResItem) + 3 + len(objSize) + 9 + 1 + len(objSHA256) + sha256Size + 1 + len(a.ResEncoding) + len(res.encoding)
+	}
 	return size
 }
 
+// sha256Size is the length of a SHA-256 digest.
+const sha256Size = 32
+
 // decode turns a stored item into a Record. A completed record whose body
-// is an S3 object (LargeResults) needs the object: decode refuses it, and
-// load reads it.
+// is an S3 object (LargeResults) or a body item needs it: decode refuses
+// it, and load reads it.
 func (s *Store) decode(item map[string]types.AttributeValue) (dedupe.Record, error) {
-	return s.decodeItem(item, nil)
+	return s.decodeItem(item, nil, nil)
 }
 
 // load turns a stored item into a Record, reading and verifying the S3
 // object that holds its body, if any (LargeResults). op and key name the
 // calling operation in errors.
 func (s *Store) load(ctx context.Context, op, key string, item map[string]types.AttributeValue) (dedupe.Record, error) {
-	return s.decodeItem(item, func(ref objectRef) ([]byte, error) { return s.fetch(ctx, op, key, ref) })
+	return s.decodeItem(item, func(ref objectRef) ([]byte, error) { return s.fetch(ctx, op, key, ref) },
+		func(token string, ref itemRef) ([]byte, error) { return s.fetchBody(ctx, op, key, token, ref) })
 }
 
 // decodeItem turns a stored item into a Record; fetch reads a body stored
-// as an S3 object, and nil refuses one. When fetch fails, decodeItem
+// as an S3 object, and fetchBody one stored in a body item (nil refuses
+// one). When either fails, decodeItem
 // returns the record without its Result together with fetch's error
 // (which wraps dedupe.ErrResultUnreadable or dedupe.ErrResultOmitted, see
 // fetch): the record is an answer, and its fingerprint still decides.
-func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(objectRef) ([]byte, error)) (dedupe.Record, error) {
+func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(objectRef) ([]byte, error), fetchBody func(string, itemRef) ([]byte, error)) (dedupe.Record, error) {
 	a := s.attr
 	d := decoder{item: item}
 	rec := dedupe.Record{
@@ -218,7 +228,30 @@ func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(obje
 					}
 				}
 			}
-			switch enc := d.str(a.ResEncoding, false); enc {
+			if v, ok := item[a.ResItem]; ok && d.err == nil {
+				ref, err := decodeItemRef(v)
+				switch {
+				case err != nil:
+					d.fail(a.ResItem, err)
+				case fetchBody == nil:
+					d.fail(a.ResItem, errors.New("the body is in its own item, read without it"))
+				default:
+					if body, err = fetchBody(rec.Token, ref); err != nil {
+						if d.err != nil {
+							return dedupe.Record{}, d.err
+						}
+						return rec, err
+					}
+				}
+			}
+			enc := d.str(a.ResEncoding, false)
+			if _, split := item[a.ResItem]; split {
+				var ok bool
+				if enc, ok = strings.CutPrefix(enc, bodyItemEncoding); !ok {
+					d.fail(a.ResEncoding, fmt.Errorf("encoding %q of a body item lacks %q", enc, bodyItemEncoding))
+				}
+			}
+			switch enc {
 			case EncodingGzip:
 				if d.err == nil {
 					var err error

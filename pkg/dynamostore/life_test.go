@@ -97,10 +97,17 @@ func TestFirstToken(t *testing.T) {
 	}
 }
 
-// doubleSend sends every PutItem twice and returns the second reply, as
-// the SDK's retryer does when the first reply is lost after the write was
-// applied.
+// doubleSend sends every PutItem and UpdateItem twice and returns the
+// second reply, as the SDK's retryer does when the first reply is lost
+// after the write was applied.
 type doubleSend struct{ dynamostore.Client }
+
+func (c doubleSend) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, err := c.Client.UpdateItem(ctx, in, o...); err != nil {
+		return nil, err
+	}
+	return c.Client.UpdateItem(ctx, in, o...)
+}
 
 func (c doubleSend) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if _, err := c.Client.PutItem(ctx, in, o...); err != nil {
@@ -110,8 +117,9 @@ func (c doubleSend) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ..
 }
 
 // TestClaimResentWrites: a fresh claim whose write is resent after it was
-// applied is still a new life, and a takeover whose fenced write is
-// resent still keeps the taken-over record's life.
+// applied is still a new life, a takeover whose write is resent still
+// keeps the taken-over record's life, and an expired record's new life
+// resent is still the new life.
 func TestClaimResentWrites(t *testing.T) {
 	r := newRig(t)
 	plain := r.store(t, dynamostore.Options{})
@@ -136,6 +144,15 @@ func TestClaimResentWrites(t *testing.T) {
 	if rec, err := plain.Get(ctx, k2, base.Add(2*time.Minute)); err != nil || rec.Token != "tok-b" || rec.FirstToken != "tok-a" {
 		t.Errorf("after the takeover: %+v, %v", rec, err)
 	}
+	// An expired record's new life, its PutItem sent twice.
+	expired := base.Add(2 * time.Hour)
+	res, err = s.Claim(ctx, lifeClaim(k2, "tok-c", expired))
+	if err != nil || !res.Acquired || res.Record.FirstToken != "tok-c" {
+		t.Fatalf("new life sent twice: %+v, %v; want acquired, FirstToken tok-c", res, err)
+	}
+	if rec, err := plain.Get(ctx, k2, expired); err != nil || rec.Token != "tok-c" || rec.FirstToken != "tok-c" {
+		t.Errorf("after the new life: %+v, %v", rec, err)
+	}
 }
 
 // interloper runs hook once, just before the first fenced write (the
@@ -153,8 +170,12 @@ func (c *interloper) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o .
 	return c.Client.PutItem(ctx, in, o...)
 }
 
-// TestTakeoverFence: when the record changes between the failed fresh
-// write and the fenced write, the fenced write must not replace it. A
+// TestTakeoverFence: the claim's UpdateItem takes a free record in one
+// call, its condition checked where the record is; a free record it
+// cannot take (one without first_token, written before it existed) is
+// taken over by a fenced PutItem. When that record changes between the
+// failed claim and the fenced write, the fenced write must not replace
+// it. A
 // racing takeover by another attempt of the same request wins; the claim
 // then sees a record held by another token under a running lease and is
 // not acquired, and the winner's record is left as it wrote it. A racing
@@ -188,6 +209,11 @@ func TestTakeoverFence(t *testing.T) {
 			if res, err := plain.Claim(ctx, lifeClaim(k, "tok-a", base)); err != nil || !res.Acquired {
 				t.Fatal(res, err)
 			}
+			// A record from before first_token.
+			if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}}, UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+				t.Fatal(err)
+			}
 			c := &interloper{Client: r.client, hook: func() { tc.race(t, k) }}
 			s, err := dynamostore.New(c, dynamostore.Options{Table: r.table})
 			if err != nil {
@@ -201,8 +227,8 @@ func TestTakeoverFence(t *testing.T) {
 				t.Errorf("claim returned %+v; want the racing write's record (owner %s, %s)", res.Record, tc.wantTo, tc.status)
 			}
 			rec, err := plain.Get(ctx, k, stranded)
-			if err != nil || rec.Token != tc.wantTo || rec.Status != tc.status || rec.FirstToken != "tok-a" {
-				t.Errorf("record after the race: %+v, %v; want owner %s, %s, FirstToken tok-a", rec, err, tc.wantTo, tc.status)
+			if err != nil || rec.Token != tc.wantTo || rec.Status != tc.status || rec.Life() != "tok-a" {
+				t.Errorf("record after the race: %+v, %v; want owner %s, %s, life tok-a", rec, err, tc.wantTo, tc.status)
 			}
 		})
 	}

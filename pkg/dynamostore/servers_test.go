@@ -41,18 +41,18 @@ func TestReplayCallsByServer(t *testing.T) {
 		}
 	}
 	ops, withoutItem := r.calls.snapshot()
-	oneCall := slices.Repeat([]string{"PutItem"}, replays)
-	twoCalls := slices.Repeat([]string{"PutItem", "GetItem"}, replays)
+	oneCall := slices.Repeat([]string{"UpdateItem"}, replays)
+	twoCalls := slices.Repeat([]string{"UpdateItem", "GetItem"}, replays)
 	server := dynamoserver.ServerKind()
 	t.Logf("%s: %d calls for %d replays (%v)", server, len(ops), replays, ops)
 	switch returns, known := dynamoserver.ReturnsOldItemOnConditionFailure(); {
 	case known && returns:
 		if !slices.Equal(ops, oneCall) || withoutItem != 0 {
-			t.Errorf("%s returns ALL_OLD: got calls %v (%d failures without the item), want exactly 1 PutItem per replay", server, ops, withoutItem)
+			t.Errorf("%s returns ALL_OLD: got calls %v (%d failures without the item), want exactly 1 UpdateItem (the claim) per replay", server, ops, withoutItem)
 		}
 	case known:
 		if !slices.Equal(ops, twoCalls) || withoutItem != replays {
-			t.Errorf("%s ignores ALL_OLD: got calls %v (%d failures without the item), want PutItem then GetItem per replay", server, ops, withoutItem)
+			t.Errorf("%s ignores ALL_OLD: got calls %v (%d failures without the item), want UpdateItem (the claim) then GetItem per replay", server, ops, withoutItem)
 		}
 	default:
 		if !slices.Equal(ops, oneCall) && !slices.Equal(ops, twoCalls) {

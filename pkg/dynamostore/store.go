@@ -60,8 +60,10 @@ type Options struct {
 	Shards int
 
 	// CompressAbove is the body size in bytes above which a body is stored
-	// gzip-compressed (when that makes it smaller). Zero means
-	// DefaultCompressAbove; a negative value never compresses.
+	// gzip-compressed (when that makes it smaller). A body kept in an item
+	// of its own (see BodyItemKey) is compressed below it too, when that
+	// saves a write unit. Zero means DefaultCompressAbove; a negative
+	// value never compresses.
 	CompressAbove int
 
 	// MaxItemBytes bounds the estimated size of a completed item. A result
@@ -82,6 +84,16 @@ type Options struct {
 	// multi-Region eventual consistency (again on the store's calls when
 	// that call failed transiently). See GlobalTables.
 	GlobalTables GlobalTables
+
+	// InlineBodies keeps every response body in its record, as versions
+	// before body items did: a replay's failed claim is then charged by
+	// the record's size, body included. The zero value keeps a body that
+	// would push the record past one write unit in an item of its own
+	// (see BodyItemKey). Set it while a deploy rolls out over environments
+	// of a version without body items, which answer a record naming one
+	// with a malformed-record error (500) instead of its response; records
+	// with a body item are read either way.
+	InlineBodies bool
 
 	// Lean makes the store write no in-flight index entry: a claim sets
 	// no Attributes.InflightShard, so the sparse index is never written
@@ -114,6 +126,7 @@ type Store struct {
 	maxItemBytes  int
 	large         LargeResults
 	lean          bool
+	inlineBodies  bool
 	global        *globalCheck // New's global-table check, until it has an answer; nil after
 }
 
@@ -171,6 +184,7 @@ func New(client Client, opts Options) (*Store, error) {
 		maxItemBytes:  opts.MaxItemBytes,
 		large:         opts.LargeResults,
 		lean:          opts.Lean,
+		inlineBodies:  opts.InlineBodies,
 		global:        gc,
 	}
 	if s.index == "" {
@@ -199,45 +213,62 @@ func (s *Store) Shard(key string) int {
 	return int(h.Sum32() % uint32(s.shards))
 }
 
-// Claim implements dedupe.Store with conditional PutItems. A PutItem
-// replaces the whole item, so it cannot keep an attribute of the item it
-// replaces; a claim that keeps the record's life (FirstToken) must know
-// that life before it writes. So a claim is one write when the key starts
-// a new life, and two when it takes over:
+// Claim implements dedupe.Store with one conditional UpdateItem when the
+// key is absent or free for req, which is every fresh request and every
+// retry after a failure or a lapsed lease:
 //
-//  1. The fresh write, conditioned on
+//  1. The claim sets the whole IN_PROGRESS record (removing any result
+//     attribute), keeps first_token when the record has one
+//     (if_not_exists: a takeover keeps the record's life, a new item
+//     starts one with req.Token), and is conditioned on
 //
-//     attribute_not_exists(pk) OR expires_at < :now_s
+//     attribute_not_exists(pk) OR (status = IN_PROGRESS AND
+//     expires_at >= :now_s AND attribute_exists(first_token) AND
+//     (owner = :token OR (lease_expires_at < :now_ms AND
+//     fingerprint = :fp)))
 //
-//     carries first_token = req.Token: the key was absent or expired, a
-//     new life. When it succeeds, that is the whole claim.
+//     (sent in its disjunctive form, without parentheses, which local
+//     servers parse faster)
 //
-//  2. When it fails, DynamoDB returns the existing item
+//     which is dedupe.Record.FreeFor without its expired case: the key is
+//     absent; or the record is req's own earlier attempt (a reply lost,
+//     the SDK's retry); or its lease has run out (a stranded record, or
+//     one Release let go of) and it carries req's fingerprint. The
+//     condition is checked where the record is, so nothing can change it
+//     in between, and the claim is one call.
+//
+//  2. When the condition fails, DynamoDB returns the existing item
 //     (ReturnValuesOnConditionCheckFailure ALL_OLD; a server that ignores
-//     ALL_OLD, such as dynalite, costs a strongly consistent GetItem). If
-//     that record is not free for req (dedupe.Record.FreeFor), the claim
-//     is a duplicate: Acquired false with the record, one call on
-//     DynamoDB. If it is free (a stranded record with req's fingerprint,
-//     or req's own token: an earlier attempt of this claim whose reply was
-//     lost), a second PutItem replaces exactly the record seen, fenced on
+//     ALL_OLD, such as dynalite, costs a strongly consistent GetItem). A
+//     record that is not free for req (a live lease, a completed record,
+//     another fingerprint) is the answer: Acquired false with the record,
+//     one call on DynamoDB. Two kinds of free record are left, each taken
+//     with a conditional PutItem that replaces the whole item:
+//
+//     - an expired record (DynamoDB's TTL deletes lazily) starts a new
+//     life, which the update cannot (it would keep the old
+//     first_token): the PutItem carries first_token = req.Token and is
+//     conditioned on attribute_not_exists(pk) OR expires_at < :now_s;
+//
+//     - a free record without first_token (written before it existed)
+//     is taken over as the seen record's Life(), fenced on
 //
 //     owner = :seen_owner AND status = IN_PROGRESS AND lease_expires_at = :seen_lease
 //
-//     and carries first_token = the seen record's Life(). Every write to a
-//     record changes its owner, its status or its lease, so the fence
-//     holds only while nothing touched the record in between.
+//     Every write to a record changes its owner, its status or its
+//     lease, so the fence holds only while nothing touched the record
+//     in between.
 //
-// If the fenced write fails, the record changed: Claim decides again on
-// the record the failure returns, up to takeoverAttempts fenced writes in
-// all, then reports Acquired false with the record it last saw. A record
-// that vanished or expired in between yields Acquired false with a zero
+// If a write fails, the record changed: Claim decides again on the record
+// the failure returns, up to takeoverAttempts writes after the first,
+// then reports Acquired false with the record it last saw. A record that
+// vanished or expired in between yields Acquired false with a zero
 // Record, as the contract allows, and the caller may claim again.
 //
-// The SDK's retryer may resend either write after it was applied: a
-// resent fresh write fails (the record exists, with req's token) and
-// continues as the owner's own re-claim, which keeps FirstToken =
-// req.Token; a resent fenced write fails (the owner is now req's token)
-// and the next round finds req's own claim and rewrites it alike.
+// The SDK's retryer may resend a write after it was applied: a resent
+// claim finds req's own token and is applied again, keeping first_token;
+// a resent PutItem fails (the owner is now req's token) and the next
+// round finds req's own claim.
 func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.ClaimResult, error) {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim: %w", err)
@@ -253,87 +284,84 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		ExpiresAt:      time.Unix(req.ExpiresAt.Unix(), 0).UTC(),
 		CreatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
 		UpdatedAt:      time.UnixMilli(req.Now.UnixMilli()).UTC(),
+		RequestID:      req.RequestID,
+		Trace:          req.Trace,
 	}
-	item := s.key(req.Key)
-	item[a.Status] = str(string(dedupe.StatusInProgress))
-	item[a.Fingerprint] = str(req.Fingerprint)
-	item[a.Owner] = str(req.Token)
-	item[a.FirstToken] = str(req.Token)
-	item[a.LeaseExpiresAt] = num(rec.LeaseExpiresAt.UnixMilli())
-	item[a.ExpiresAt] = num(rec.ExpiresAt.Unix())
-	item[a.CreatedAt] = num(rec.CreatedAt.UnixMilli())
-	item[a.UpdatedAt] = num(rec.UpdatedAt.UnixMilli())
-	if !s.lean {
-		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
-	}
-	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
-	rec.RequestID, rec.Trace = req.RequestID, req.Trace
-
 	if err := s.checked(ctx); err != nil {
 		return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: %w", dedupe.KeyRef(req.Key), err)
 	}
-	existing, found, err := s.put(ctx, req.Key, &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now"),
-		ExpressionAttributeNames: map[string]string{
-			"#pk":  a.PartitionKey,
-			"#exp": a.ExpiresAt,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": num(req.Now.Unix()),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	life, existing, found, err := s.claimUpdate(ctx, req)
 	switch {
 	case err != nil && existing != nil && !existing.Expired(req.Now):
 		// A completed record whose result cannot be read: an answer.
 		return dedupe.ClaimResult{Record: *existing}, err
-	case err != nil && existing != nil:
-		return dedupe.ClaimResult{}, nil // expired: absent
-	case err != nil:
+	case err != nil && existing == nil:
 		return dedupe.ClaimResult{}, err
-	case !found:
+	case err == nil && !found:
+		rec.FirstToken = life
 		return dedupe.ClaimResult{Acquired: true, Record: rec}, nil
 	}
+	// The claim's condition failed on existing (nil: gone since). An
+	// expired one whose result could not be read needs no result: it is
+	// absent, and the new life below replaces it in this call, rather
+	// than send the caller back to claim again.
+	item := s.claimItem(req)
 	for range takeoverAttempts {
+		var in *dynamodb.PutItemInput
 		switch {
-		case existing == nil || existing.Expired(req.Now):
-			// Vanished or expired since the fresh write failed.
+		case existing == nil:
+			// Vanished since the claim failed.
 			return dedupe.ClaimResult{}, nil
+		case existing.Expired(req.Now):
+			// A new life: the fresh write.
+			life = req.Token
+			in = &dynamodb.PutItemInput{
+				ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #exp < :now"),
+				ExpressionAttributeNames:  map[string]string{"#pk": a.PartitionKey, "#exp": a.ExpiresAt},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(req.Now.Unix())},
+			}
 		case !existing.FreeFor(req.Now, req.Fingerprint, req.Token):
 			return dedupe.ClaimResult{Record: *existing}, nil
+		default:
+			// Free, yet the claim's condition failed: a record without
+			// first_token, or one that changed in between.
+			life = existing.Life()
+			in = &dynamodb.PutItemInput{
+				ConditionExpression: aws.String("#owner = :owner AND #status = :inprog AND #lease = :lease"),
+				ExpressionAttributeNames: map[string]string{
+					"#owner":  a.Owner,
+					"#status": a.Status,
+					"#lease":  a.LeaseExpiresAt,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":owner":  str(existing.Token),
+					":inprog": str(string(dedupe.StatusInProgress)),
+					":lease":  num(existing.LeaseExpiresAt.UnixMilli()),
+				},
+			}
 		}
-		life := existing.Life()
 		item[a.FirstToken] = str(life)
+		in.TableName, in.Item = aws.String(s.table), item
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 		seen := existing
-		existing, found, err = s.put(ctx, req.Key, &dynamodb.PutItemInput{
-			TableName:           aws.String(s.table),
-			Item:                item,
-			ConditionExpression: aws.String("#owner = :owner AND #status = :inprog AND #lease = :lease"),
-			ExpressionAttributeNames: map[string]string{
-				"#owner":  a.Owner,
-				"#status": a.Status,
-				"#lease":  a.LeaseExpiresAt,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":owner":  str(seen.Token),
-				":inprog": str(string(dedupe.StatusInProgress)),
-				":lease":  num(seen.LeaseExpiresAt.UnixMilli()),
-			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		existing, found, err = s.put(ctx, req.Key, in)
 		switch {
 		case err != nil && existing != nil && !existing.Expired(req.Now):
 			return dedupe.ClaimResult{Record: *existing}, err
 		case err != nil && existing != nil:
 			return dedupe.ClaimResult{}, nil
+		case errors.Is(err, dedupe.ErrStoreUnavailable) && seen.Expired(req.Now):
+			// The claim found an expired record, and the write that would
+			// start a new life failed without an answer: whether it was
+			// applied is unknown, and another claim may have taken the
+			// key meanwhile. The store has answered about the key, so
+			// this is no "no answer": in flight (the expired record is
+			// absent, so none is returned), and FailOpen does not run the
+			// work beside a possible owner.
+			return dedupe.ClaimResult{}, fmt.Errorf("dynamostore: claim %s: starting a new life over an expired record: %w: %v", dedupe.KeyRef(req.Key), dedupe.ErrInProgress, err)
 		case errors.Is(err, dedupe.ErrStoreUnavailable):
 			// The record seen was free for req, and the write that would
-			// take it over failed without an answer: whether it was
-			// applied is unknown, and another claim may have taken the
-			// key meanwhile. That is no "no answer": in flight, so that
-			// FailOpen does not run the work beside a possible owner.
+			// take it over failed without an answer: in flight, likewise.
 			return dedupe.ClaimResult{Record: *seen}, fmt.Errorf("dynamostore: claim %s: taking over a stranded record: %w: %v", dedupe.KeyRef(req.Key), dedupe.ErrInProgress, err)
 		case err != nil:
 			return dedupe.ClaimResult{}, err
@@ -346,6 +374,84 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 		return dedupe.ClaimResult{}, nil
 	}
 	return dedupe.ClaimResult{Record: *existing}, nil
+}
+
+// claimItem returns the IN_PROGRESS item a claim's PutItem writes, but
+// for first_token.
+func (s *Store) claimItem(req dedupe.ClaimRequest) map[string]types.AttributeValue {
+	a := s.attr
+	item := s.key(req.Key)
+	item[a.Status] = str(string(dedupe.StatusInProgress))
+	item[a.Fingerprint] = str(req.Fingerprint)
+	item[a.Owner] = str(req.Token)
+	item[a.LeaseExpiresAt] = num(req.LeaseUntil.UnixMilli())
+	item[a.ExpiresAt] = num(req.ExpiresAt.Unix())
+	item[a.CreatedAt] = num(req.Now.UnixMilli())
+	item[a.UpdatedAt] = num(req.Now.UnixMilli())
+	if !s.lean {
+		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
+	}
+	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
+	return item
+}
+
+// claimUpdate runs the claim's UpdateItem (see Claim). It returns found
+// false and the record's life (its first_token after the write, from the
+// item the write returns: ALL_NEW, since UPDATED_NEW leaves out an
+// attribute if_not_exists kept, on moto) when the write was applied;
+// otherwise what put returns for a failed write.
+func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life string, existing *dedupe.Record, found bool, err error) {
+	a := s.attr
+	names := map[string]string{
+		"#pk": a.PartitionKey, "#status": a.Status, "#fp": a.Fingerprint, "#owner": a.Owner, "#first": a.FirstToken,
+		"#lease": a.LeaseExpiresAt, "#exp": a.ExpiresAt, "#created": a.CreatedAt, "#upd": a.UpdatedAt, "#ref": a.Ref,
+		"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
+		"#ro": a.ResOmitted, "#robj": a.ResObject, "#ritem": a.ResItem,
+	}
+	values := map[string]types.AttributeValue{
+		":inprog": str(string(dedupe.StatusInProgress)),
+		":fp":     str(req.Fingerprint),
+		":tok":    str(req.Token),
+		":lease":  num(req.LeaseUntil.UnixMilli()),
+		":exp":    num(req.ExpiresAt.Unix()),
+		":nowms":  num(req.Now.UnixMilli()),
+		":now":    num(req.Now.Unix()),
+		":ref":    str(dedupe.KeyRef(req.Key)),
+	}
+	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
+		"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref"
+	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem"
+	if s.lean {
+		remove += ", #shard"
+	} else {
+		set += ", #shard = :shard"
+		values[":shard"] = num(int64(s.Shard(req.Key)))
+	}
+	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              s.key(req.Key),
+		UpdateExpression: aws.String(set + remove),
+		// AND binds tighter than OR. Written without parentheses, in the
+		// disjunctive form: dynalite parses a nested condition three
+		// times slower (3 ms against 1 ms), DynamoDB alike.
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR " +
+			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #owner = :tok OR " +
+			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #lease < :nowms AND #fp = :fp"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		life = req.Token
+		if v, ok := out.Attributes[a.FirstToken].(*types.AttributeValueMemberS); ok && v.Value != "" {
+			life = v.Value
+		}
+		return life, nil, false, nil
+	}
+	existing, found, err = s.failed(ctx, req.Key, err)
+	return "", existing, found, err
 }
 
 // takeoverAttempts bounds the fenced writes of one Claim (see Claim).
@@ -371,6 +477,12 @@ func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) 
 	if err == nil {
 		return nil, false, nil
 	}
+	return s.failed(ctx, key, err)
+}
+
+// failed turns the error of a claim's conditional write (a PutItem or
+// the claim's UpdateItem) into what put returns (see put).
+func (s *Store) failed(ctx context.Context, key string, err error) (existing *dedupe.Record, found bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	var conflicted *conflictedError
 	switch {
@@ -410,7 +522,10 @@ func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) 
 // result attributes, expires_at and updated_at, and removes inflight_shard,
 // so the record leaves the in-flight index.
 //
-// A body above Options.CompressAbove is stored gzip-compressed. If the
+// A body above Options.CompressAbove is stored gzip-compressed. A body
+// that would push the record past one write unit (WriteUnitBytes) is
+// written to an item of its own first, and the record names it (see
+// BodyItemKey); if that write fails, the body is stored inline. If the
 // completed item would still exceed Options.MaxItemBytes (or DynamoDB
 // refuses it as too large), the record is completed without its result
 // (res_omitted true) and Complete returns an error wrapping
@@ -430,6 +545,11 @@ func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error 
 			return s.completeLarge(ctx, req, res)
 		}
 		return s.completeOmitted(ctx, req, fmt.Sprintf("item of about %d bytes exceeds %d", size, s.maxItemBytes))
+	}
+	if len(res.body) > 0 && size > WriteUnitBytes && !s.inlineBodies {
+		if split, ok := s.splitBody(ctx, req, res); ok {
+			return s.update(ctx, req, split)
+		}
 	}
 	err := s.update(ctx, req, res)
 	if isItemTooLarge(err) {
@@ -483,20 +603,27 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	names["#robj"] = a.ResObject
+	names["#robj"], names["#ritem"] = a.ResObject, a.ResItem
 	switch {
 	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
 		values[":rb"] = &types.AttributeValueMemberB{Value: res.body}
 		values[":re"] = str(res.encoding)
-		remove += ", #robj"
+		remove += ", #robj, #ritem"
 	case res.object != nil:
 		set += ", #robj = :robj, #re = :re"
 		values[":robj"] = res.object.attribute()
 		values[":re"] = str(res.encoding)
-		remove += ", #rb"
+		remove += ", #rb, #ritem"
+	case res.item != nil:
+		set += ", #ritem = :ritem, #re = :re"
+		values[":ritem"] = res.item.attribute()
+		// Marked, so that a version without body items refuses the
+		// record (an unknown encoding) rather than replay an empty body.
+		values[":re"] = str(bodyItemEncoding + res.encoding)
+		remove += ", #rb, #robj"
 	default:
-		remove += ", #rb, #re, #robj"
+		remove += ", #rb, #re, #robj, #ritem"
 	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),

@@ -102,7 +102,7 @@ func TestDefaultAttributesMatchSchema(t *testing.T) {
 		LeaseExpiresAt: "lease_expires_at", ExpiresAt: "expires_at", CreatedAt: "created_at",
 		UpdatedAt: "updated_at", ResStatus: "res_status", ResHeaders: "res_headers",
 		ResBody: "res_body", ResEncoding: "res_encoding", ResOmitted: "res_omitted",
-		FirstToken: "first_token", ResObject: "res_object", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
+		FirstToken: "first_token", ResObject: "res_object", ResItem: "res_item", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -134,6 +134,14 @@ func TestCallsPerRequest(t *testing.T) {
 	if _, err := g.Do(ctx, dedupe.Call{Key: doneKey, Fingerprint: "fp"}, ok); err != nil {
 		t.Fatal(err)
 	}
+	errFailed := errors.New("failed")
+	fail := func(context.Context) (dedupe.Result, error) { return dedupe.Result{}, errFailed }
+	failedKey, failedKey2 := "failed-"+rand.Text(), "failed2-"+rand.Text()
+	for _, k := range []string{failedKey, failedKey2} {
+		if _, err := g.Do(ctx, dedupe.Call{Key: k, Fingerprint: "fp"}, fail); !errors.Is(err, errFailed) {
+			t.Fatal(err)
+		}
+	}
 
 	tests := []struct {
 		name      string
@@ -142,10 +150,14 @@ func TestCallsPerRequest(t *testing.T) {
 		fallback  string   // the extra call when the item is missing
 		wantError error
 	}{
-		{"fresh", "fresh-" + rand.Text(), "fp", []string{"PutItem", "UpdateItem"}, "", nil},
-		{"replay", doneKey, "fp", []string{"PutItem"}, "GetItem", nil},
-		{"in progress", heldKey, "fp", []string{"PutItem"}, "GetItem", dedupe.ErrInProgress},
-		{"fingerprint mismatch", doneKey, "other-fp", []string{"PutItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
+		{"fresh", "fresh-" + rand.Text(), "fp", []string{"UpdateItem", "UpdateItem"}, "", nil},
+		{"replay", doneKey, "fp", []string{"UpdateItem"}, "GetItem", nil},
+		{"in progress", heldKey, "fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrInProgress},
+		{"fingerprint mismatch", doneKey, "other-fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
+		// A retry after a failure takes the released record with its claim:
+		// claim and complete.
+		{"retry after a failure", failedKey, "fp", []string{"UpdateItem", "UpdateItem"}, "", nil},
+		{"released, another request", failedKey2, "other-fp", []string{"UpdateItem"}, "GetItem", dedupe.ErrFingerprintMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,9 +180,10 @@ func TestCallsPerRequest(t *testing.T) {
 }
 
 // allOldClient makes a server that ignores ALL_OLD behave like DynamoDB:
-// when a conditional PutItem fails without the old item, it reads the item
-// through a separate, uncounted client and attaches it to the error. It
-// exercises the store's one-call path for duplicates on dynalite.
+// when a conditional PutItem or UpdateItem fails without the old item, it
+// reads the item through a separate, uncounted client and attaches it to
+// the error. It exercises the store's one-call path for duplicates on
+// dynalite.
 type allOldClient struct {
 	dynamostore.Client
 	raw *dynamodb.Client
@@ -182,6 +195,19 @@ func (c allOldClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o 
 	if errors.As(err, &ccf) && len(ccf.Item) == 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
 		key := map[string]types.AttributeValue{"pk": in.Item["pk"]}
 		got, gerr := c.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: key, ConsistentRead: aws.Bool(true)})
+		if gerr != nil {
+			return nil, gerr
+		}
+		ccf.Item = got.Item
+	}
+	return out, err
+}
+
+func (c allOldClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.Client.UpdateItem(ctx, in, o...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && len(ccf.Item) == 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
+		got, gerr := c.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
 		if gerr != nil {
 			return nil, gerr
 		}
@@ -210,8 +236,8 @@ func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	if err != nil || !out.Replayed || !bytes.Equal(out.Result.Body, want.Body) {
 		t.Fatalf("replay = %+v, %v; want the stored result", out, err)
 	}
-	if ops, _ := r.calls.snapshot(); !slices.Equal(ops, []string{"PutItem"}) {
-		t.Errorf("calls = %v, want [PutItem]", ops)
+	if ops, _ := r.calls.snapshot(); !slices.Equal(ops, []string{"UpdateItem"}) {
+		t.Errorf("calls = %v, want [UpdateItem]", ops)
 	}
 }
 
@@ -220,7 +246,7 @@ func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 func TestClaimRecordVanished(t *testing.T) {
 	r := newRig(t)
 	fc := faultClient{Client: r.client, fail: func(op string) error {
-		if op == "PutItem" {
+		if op == "UpdateItem" {
 			return &types.ConditionalCheckFailedException{Message: aws.String("injected")}
 		}
 		return nil
@@ -256,7 +282,11 @@ func TestResultEncoding(t *testing.T) {
 	}{
 		{"empty body", dynamostore.Options{}, dedupe.Result{StatusCode: 204}, ""},
 		{"binary body", dynamostore.Options{}, dedupe.Result{StatusCode: 200, Body: []byte{0, 1, 0xff, '\n'}}, dynamostore.EncodingIdentity},
-		{"at threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4096)}, dynamostore.EncodingIdentity},
+		// In a body item, a body not above the threshold is compressed
+		// when that saves a write unit; inline, it never is.
+		{"at threshold, in a body item", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4096)}, dynamostore.EncodingGzip},
+		{"at threshold, inline", dynamostore.Options{CompressAbove: 200}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 200)}, dynamostore.EncodingIdentity},
+		{"in a body item, incompressible", dynamostore.Options{}, dedupe.Result{Body: random[:3000]}, dynamostore.EncodingIdentity},
 		{"one byte over threshold", dynamostore.Options{}, dedupe.Result{Body: bytes.Repeat([]byte("a"), 4097)}, dynamostore.EncodingGzip},
 		{"large compressible", dynamostore.Options{}, dedupe.Result{
 			StatusCode: 200,
@@ -286,6 +316,14 @@ func TestResultEncoding(t *testing.T) {
 			}
 			body, hasBody := item["res_body"].(*types.AttributeValueMemberB)
 			enc, _ := item["res_encoding"].(*types.AttributeValueMemberS)
+			if _, split := item["res_item"]; split {
+				body, hasBody = r.rawItem(t, dynamostore.BodyItemKey(key, "t"))["res_body"].(*types.AttributeValueMemberB)
+				if v, ok := strings.CutPrefix(enc.Value, "item:"); ok {
+					enc = &types.AttributeValueMemberS{Value: v}
+				} else {
+					t.Errorf("res_encoding %q of a body item lacks item:", enc.Value)
+				}
+			}
 			switch {
 			case tt.wantEncoding == "" && hasBody:
 				t.Errorf("res_body stored for an empty body")

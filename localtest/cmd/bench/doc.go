@@ -13,8 +13,10 @@
 //     for a bare handler and the same handler guarded, for fresh requests,
 //     replays (cache off and on) and in-flight conflicts; the ratio of a
 //     guarded fresh request's extra latency to two raw DynamoDB writes
-//     (the claim's PutItem and the completion's UpdateItem, made by hand
-//     in the same run);
+//     (a claim's PutItem and the completion's UpdateItem, made by hand
+//     in the same run), and of a guarded replay's to the raw calls it
+//     makes (the claim's UpdateItem failing on a completed record, and
+//     the GetItem of a server that returns no item with the failure);
 //   - waited duplicates: 100 concurrent requests on one key whose handler
 //     takes 50 ms, with Config.Wait on: how many got the 201 replay, and
 //     the most extra reads any of them made;
@@ -31,10 +33,14 @@
 //     and p99 of fresh and replayed payments at 1, 4 and 8 clients, the
 //     cold start of a new environment, and the size of the linux/arm64
 //     bootstrap.
-//   - DynamoDB capacity units per fresh request, replay and conflict, in
-//     the default mode and in dynamostore's Lean mode, computed by AWS's
-//     rules from the items actually written (localtest/capacity), and the
-//     cold-start cost of New's global-table check (one DescribeTable).
+//   - DynamoDB capacity units and calls per fresh request, replay, failed
+//     request (its handler fails) and retry after a failure, for responses
+//     of 300 B, 4 KB, 10 KB and 100 KB, in the default mode, in
+//     dynamostore's Lean mode and for Powertools' idempotency utility
+//     (its calls, made by hand), computed by AWS's rules from the items
+//     actually written (localtest/capacity.Measure), with the on-demand
+//     price of a million of each, and the cold-start cost of New's
+//     global-table check (one DescribeTable).
 //
 // Flags: -out (build/bench), -n (requests per latency scenario, 300) and
 // -short: every scenario at a few requests each, a check that the bench

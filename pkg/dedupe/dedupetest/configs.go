@@ -381,7 +381,7 @@ func (h *configHistory) inject(op string) Fault {
 	// that got through, or a conflict, is an answer about the key; a
 	// read of S3 only follows a record read.
 	switch {
-	case !h.inComplete && (op == "DynamoDB.PutItem" || op == "DynamoDB.GetItem") && (f == FaultNone || f == FaultConflict):
+	case !h.inComplete && (op == "DynamoDB.PutItem" || op == "DynamoDB.UpdateItem" || op == "DynamoDB.GetItem") && (f == FaultNone || f == FaultConflict):
 		h.knew = true
 	case op == "S3.GetObject":
 		h.knew = true

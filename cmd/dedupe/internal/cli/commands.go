@@ -282,6 +282,9 @@ func resolveTarget(env *Env, fs *flag.FlagSet, k *keyFlags, pos []string) (targe
 type found struct {
 	dedupe.Record
 	object *dynamostore.Object
+	// bodyErr is why a body kept in a body item could not be read: the
+	// record's Result then has no body (dynamostore.Inspected.BodyErr).
+	bodyErr error
 }
 
 // find returns every live record t names: by key with one read, by ref
@@ -331,7 +334,7 @@ func findKey(ctx context.Context, st *opened, t target, now time.Time) ([]found,
 		}
 		out := make([]found, len(recs))
 		for i, r := range recs {
-			out[i] = found{r.Record, r.Object}
+			out[i] = found{r.Record, r.Object, r.BodyErr}
 		}
 		return out, nil
 	}
@@ -391,6 +394,9 @@ func findOne(ctx context.Context, st *opened, t *target, now time.Time) (found, 
 // keeps it there (the bucket the record names), checked against the
 // record.
 func withBody(ctx context.Context, st *opened, f found, now time.Time) (found, error) {
+	if f.bodyErr != nil {
+		return found{}, fmt.Errorf("read the response body from its body item: %w", f.bodyErr)
+	}
 	if f.object == nil {
 		return f, nil
 	}

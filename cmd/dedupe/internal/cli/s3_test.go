@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/lambda-dedupe/dedupe/cmd/dedupe/internal/cli"
@@ -131,5 +133,45 @@ func TestLargeResponse(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", append([]string{"show", ref}, noS3...)...); code != cli.ExitNotFound {
 		t.Errorf("show after forget: exit %d, want %d", code, cli.ExitNotFound)
+	}
+}
+
+// TestBodyItemResponse: a response body kept in a body item (one that
+// would push the record past a write unit) is shown by show --body, read
+// with the record; when its body item is gone, show still shows the
+// record, and --body fails instead of printing an empty body.
+func TestBodyItemResponse(t *testing.T) {
+	b := backends(t)[0]
+	ctx := context.Background()
+	writer, err := dynamostore.New(b.dynamo, dynamostore.Options{Table: b.table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat(rand.Text()+"\n", 120) // about 3 KB, printable
+	key := dedupe.StoreKey(prefix, "body-item/"+rand.Text())
+	ref := dedupe.KeyRef(key)
+	now := time.Now()
+	if _, err := writer.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "fp", Token: "tok", Now: now,
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Complete(ctx, dedupe.CompleteRequest{Key: key, Token: "tok", Now: now, ExpiresAt: now.Add(time.Hour),
+		Result: dedupe.Result{StatusCode: 200, Body: []byte(body)}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "", append([]string{"show", ref, "--body"}, b.flags...)...)
+	if code != cli.ExitOK || out != body {
+		t.Fatalf("show --body: exit %d, %d bytes (%s); want the body, %d bytes", code, len(out), errOut, len(body))
+	}
+	if _, err := b.dynamo.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.table),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamostore.BodyItemKey(key, "tok")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "", append([]string{"show", ref}, b.flags...)...); code != cli.ExitOK || !strings.Contains(out, "200") {
+		t.Errorf("show without its body item: exit %d\n%s%s\nwant the record", code, out, errOut)
+	}
+	code, out, errOut = run(t, "", append([]string{"show", ref, "--body"}, b.flags...)...)
+	if code == cli.ExitOK || out != "" || !strings.Contains(errOut, "body item") {
+		t.Errorf("show --body without its body item: exit %d, %q (%s); want a failure naming the body item", code, out, errOut)
 	}
 }
