@@ -68,7 +68,7 @@ func TestPermissions(t *testing.T) {
 	guard, large := r.split(rec.Calls())
 	parts = append(parts,
 		infra.Part{Name: "guard", Rule: "E9102", Grants: guard,
-			What: "dynamostore.Store under the guard: claims (fresh, duplicate, takeover), completions, releases, Heartbeat renewals, Wait's reads, replays; default, Lean and Shards modes"},
+			What: "dynamostore.Store under the guard: claims (fresh, duplicate, takeover, an expired record's new life), completions (body items too), releases, Heartbeat renewals, Wait's reads, replays; default, Lean and Shards modes"},
 		infra.Part{Name: "large-results", Rule: "E9106", Grants: large,
 			What: "dynamostore.Options.LargeResults: a result too large for an item stored in S3 and replayed from it"})
 
@@ -266,6 +266,26 @@ func guardPaths(t *testing.T, store *dynamostore.Store, large bool) {
 	strand(t, store, g.Key("stranded"), time.Now().Add(-time.Hour))
 	if _, err := g.Do(ctx, dedupe.Call{Key: "stranded", Fingerprint: "fp"}, ok(body)); err != nil {
 		t.Fatalf("takeover: %v", err)
+	}
+	// An expired record, not yet deleted by TTL: the claim starts a new
+	// life with a conditional PutItem.
+	expired := g.Key("expired")
+	past := time.Now().Add(-48 * time.Hour)
+	if res, err := store.Claim(ctx, dedupe.ClaimRequest{Key: expired, Fingerprint: "fp", Token: "old-" + rand.Text(),
+		Now: past, LeaseUntil: past.Add(time.Minute), ExpiresAt: past.Add(time.Hour)}); err != nil || !res.Acquired {
+		t.Fatalf("expired record: %+v, %v", res, err)
+	}
+	if _, err := g.Do(ctx, dedupe.Call{Key: "expired", Fingerprint: "fp"}, ok(body)); err != nil {
+		t.Fatalf("claim over an expired record: %v", err)
+	}
+	// A body that would push the record past one write unit goes to a
+	// body item of its own (PutItem), which a replay reads (GetItem).
+	medium := make([]byte, 3<<10) // random: incompressible
+	rand.Read(medium)
+	for range 2 {
+		if _, err := g.Do(ctx, dedupe.Call{Key: "body-item", Fingerprint: "fp"}, ok(medium)); err != nil {
+			t.Fatalf("body item, fresh or replay: %v", err)
+		}
 	}
 	// Heartbeat: a renewal while the work runs. The ticker is a channel:
 	// the second send returns once the first renewal is done.

@@ -346,8 +346,8 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	// The floor: the two writes a fresh request makes, by hand.
 	raw := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		k := &types.AttributeValueMemberS{Value: "raw#" + req.Headers["idempotency-key"]}
-		// The same item and condition a claim writes (into the inflight
-		// index too), and the same update a completion makes (out of it
+		// The same claim dynamostore makes (into the inflight index
+		// too), and the same update a completion makes (out of it
 		// again), by hand.
 		num := func(v int64) types.AttributeValue {
 			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -355,20 +355,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		now := time.Now()
 		tok := "OWNERTOKEN0123456789ABCDEF"
-		c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-			"pk": k, "status": str("IN_PROGRESS"), "fingerprint": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-			"owner": str(tok), "lease_expires_at": num(now.Add(time.Minute).UnixMilli()),
-			"expires_at": num(now.Add(25 * time.Hour).Unix()), "created_at": num(now.UnixMilli()), "updated_at": num(now.UnixMilli()),
-			"inflight_shard": num(3)},
-			// The claim's own condition: dynalite's cost of evaluating it
-			// is part of the floor, not of the guard.
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR " +
-				"(#status = :inprog AND ((#lease < :nowms AND #fp = :fp) OR #owner = :tok))"),
-			ExpressionAttributeNames: map[string]string{"#pk": "pk", "#exp": "expires_at", "#status": "status",
-				"#lease": "lease_expires_at", "#fp": "fingerprint", "#owner": "owner"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()), ":nowms": num(now.UnixMilli()),
-				":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), ":tok": str(tok)},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		c.UpdateItem(ctx, claimInput(table, map[string]types.AttributeValue{"pk": k}, now))
 		c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": k},
 			UpdateExpression:         aws.String("SET #s = :c, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro, #rb = :rb, #re = :re REMOVE #shard, #rh"),
 			ConditionExpression:      aws.String("#o = :o AND #exp >= :now"),
@@ -403,24 +390,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	}
 	rawReplay := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		now := time.Now()
-		num := func(v int64) types.AttributeValue {
-			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-		}
-		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-		_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: replayKey,
-			UpdateExpression: aws.String("SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
-				"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref, #shard = :shard REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem, #rid, #trace"),
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR " +
-				"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #owner = :tok OR " +
-				"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #lease < :nowms AND #fp = :fp"),
-			ExpressionAttributeNames: map[string]string{"#pk": "pk", "#status": "status", "#fp": "fingerprint", "#owner": "owner", "#first": "first_token",
-				"#lease": "lease_expires_at", "#exp": "expires_at", "#created": "created_at", "#upd": "updated_at", "#ref": "ref",
-				"#shard": "inflight_shard", "#rs": "res_status", "#rh": "res_headers", "#rb": "res_body", "#re": "res_encoding",
-				"#ro": "res_omitted", "#robj": "res_object", "#ritem": "res_item", "#rid": "request_id", "#trace": "trace"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-				":tok": str("OWNERTOKEN0123456789ABCDEF"), ":lease": num(now.Add(time.Minute).UnixMilli()), ":exp": num(now.Add(25 * time.Hour).Unix()),
-				":nowms": num(now.UnixMilli()), ":now": num(now.Unix()), ":ref": str("key:0123456789ab"), ":shard": num(3)},
-			ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		_, err := c.UpdateItem(ctx, claimInput(table, replayKey, now))
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && len(ccf.Item) == 0 {
 			c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: replayKey, ConsistentRead: aws.Bool(true)})
@@ -566,4 +536,30 @@ func print(w io.Writer, r Report) {
 	}
 	fmt.Fprintf(w, "  cold start of a new api environment: %.0f ms on average, %.0f ms at worst\n", r.Stack.ColdStartMs, r.Stack.ColdStartMaxMs)
 	fmt.Fprintf(w, "  linux/arm64 bootstrap: %.1f MiB\n", float64(r.Stack.BootstrapBytes)/(1<<20))
+}
+
+// claimInput is the claim dynamostore makes, by hand: one conditional
+// UpdateItem that takes an absent key (a fresh request's floor) and fails
+// on a completed record (a replay's floor), with the store's condition,
+// so that dynalite's cost of evaluating it is part of the floor, not of
+// the guard.
+func claimInput(table string, key map[string]types.AttributeValue, now time.Time) *dynamodb.UpdateItemInput {
+	num := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	return &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
+		UpdateExpression: aws.String("SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
+			"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref, #shard = :shard REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem, #rid, #trace"),
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR " +
+			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #owner = :tok OR " +
+			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #lease < :nowms AND #fp = :fp"),
+		ExpressionAttributeNames: map[string]string{"#pk": "pk", "#status": "status", "#fp": "fingerprint", "#owner": "owner", "#first": "first_token",
+			"#lease": "lease_expires_at", "#exp": "expires_at", "#created": "created_at", "#upd": "updated_at", "#ref": "ref",
+			"#shard": "inflight_shard", "#rs": "res_status", "#rh": "res_headers", "#rb": "res_body", "#re": "res_encoding",
+			"#ro": "res_omitted", "#robj": "res_object", "#ritem": "res_item", "#rid": "request_id", "#trace": "trace"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
+			":tok": str("OWNERTOKEN0123456789ABCDEF"), ":lease": num(now.Add(time.Minute).UnixMilli()), ":exp": num(now.Add(25 * time.Hour).Unix()),
+			":nowms": num(now.UnixMilli()), ":now": num(now.Unix()), ":ref": str("key:0123456789ab"), ":shard": num(3)},
+		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 }
