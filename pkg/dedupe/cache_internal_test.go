@@ -1,6 +1,7 @@
 package dedupe
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,8 @@ func TestCacheCountsEveryPart(t *testing.T) {
 		"header value": {Key: "k", Status: StatusCompleted, Fingerprint: "fp", Token: "tok", Result: &Result{Headers: map[string][]string{"H": {big}}}},
 		"many header values": {Key: "k", Status: StatusCompleted, Fingerprint: "fp", Token: "tok",
 			Result: &Result{Headers: map[string][]string{"H": make([]string, max)}}},
+		"many headers": {Key: "k", Status: StatusCompleted, Fingerprint: "fp", Token: "tok",
+			Result: &Result{Headers: manyHeaders(max)}},
 	} {
 		c := NewCache(10, max)
 		c.put(rec)
@@ -60,6 +63,15 @@ func TestCacheCountsEveryPart(t *testing.T) {
 			t.Errorf("a record whose %s alone is over maxBytes was cached", name)
 		}
 	}
+}
+
+// manyHeaders returns n headers with short names and no values.
+func manyHeaders(n int) map[string][]string {
+	h := make(map[string][]string, n)
+	for i := range n {
+		h[strconv.Itoa(i)] = nil
+	}
+	return h
 }
 
 // TestCacheAccountsReplacedAndEvicted: a record put again under its key
