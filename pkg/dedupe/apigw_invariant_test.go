@@ -92,8 +92,8 @@ func TestRESTAPITemplatedResource(t *testing.T) {
 }
 
 // TestEventRouteIsTheMatchedRoute: Event.Route is the route the API
-// matched (the REST resource, the HTTP API route key), and RouteNone
-// only for an event that names none.
+// matched (the REST resource, the HTTP API route key, an ANY route with
+// the actual method), and RouteNone only for an event that names none.
 func TestEventRouteIsTheMatchedRoute(t *testing.T) {
 	t.Run("REST API", func(t *testing.T) {
 		send, seen := restHandler(nil)
@@ -114,8 +114,12 @@ func TestEventRouteIsTheMatchedRoute(t *testing.T) {
 		ev.RouteKey, ev.RequestContext.RouteKey = "", ""
 		ev.Headers["idempotency-key"] += "-2"
 		send(ev)
-		if len(*seen) != 2 || (*seen)[0].Route != "POST /payments" || (*seen)[1].Route != "POST "+dedupe.RouteNone {
-			t.Errorf("routes %v, want POST /payments, then POST %s", routes(*seen), dedupe.RouteNone)
+		// An ANY route is labelled with the actual method.
+		ev.RouteKey, ev.RequestContext.RouteKey = "ANY /payments", "ANY /payments"
+		ev.Headers["idempotency-key"] += "-3"
+		send(ev)
+		if len(*seen) != 3 || (*seen)[0].Route != "POST /payments" || (*seen)[1].Route != "POST "+dedupe.RouteNone || (*seen)[2].Route != "POST /payments" {
+			t.Errorf("routes %v, want POST /payments, POST %s, POST /payments", routes(*seen), dedupe.RouteNone)
 		}
 	})
 }
