@@ -28,8 +28,11 @@
 //
 // and prints the summary. A survivor listed in the -equivalent file
 // (docs/mutants/equivalent.md) is marked as such; the file's entries for
-// PKG that are no longer survivors are printed as stale, so that the list
-// is kept true. Each entry is one line, a Markdown list item: a dash,
+// PKG that did not survive are printed as possibly stale, with the
+// status they got, so that the list is kept true. Check such an entry by
+// hand before removing it: gremlins counts any failing `go test` as a
+// kill, and has reported kills of mutants that pass every test when
+// applied by hand. Each entry is one line, a Markdown list item: a dash,
 // the mutant's position from the module root in backquotes
 // (pkg/dedupe/cache.go:57:14), its mutator (CONDITIONALS_BOUNDARY), a
 // colon and the reason no behaviour can tell it apart.

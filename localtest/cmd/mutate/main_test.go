@@ -45,7 +45,7 @@ func TestMakeMutate(t *testing.T) {
 		"./localtest/cmd/mutate/testdata/tiny: killed 1, lived 1 (1 listed as equivalent), not covered 2, timed out 0, not viable 0; " +
 			"efficacy 50.0% (100.0% without the listed), mutator coverage 50.0%",
 		"lived, equivalent  localtest/cmd/mutate/testdata/tiny/tiny.go:10:7 CONDITIONALS_BOUNDARY: a >= b",
-		"stale entry        localtest/cmd/mutate/testdata/tiny/tiny.go:99:1 CONDITIONALS_NEGATION",
+		"stale entry?       localtest/cmd/mutate/testdata/tiny/tiny.go:99:1 CONDITIONALS_NEGATION: listed as equivalent, no such mutant in this run",
 		"not covered        localtest/cmd/mutate/testdata/tiny/tiny.go:17:38 CONDITIONALS_NEGATION",
 	} {
 		if !strings.Contains(string(got), want) {
@@ -136,12 +136,15 @@ func TestSummaryFigures(t *testing.T) {
 	add("NOT COVERED", 5)
 	add("TIMED OUT", 1)
 	add("NOT VIABLE", 1)
-	eq := map[string]string{ms[18].id(): "why", "p/other.go:1:1 T": "another file's: not stale here"}
+	eq := map[string]string{ms[18].id(): "why", ms[0].id(): "killed after all", "p/other.go:1:1 T": "another file's: not stale here"}
 	got := summarize("./p", ms, eq, time.Second)
 	want := "./p: killed 18, lived 2 (1 listed as equivalent), not covered 5, timed out 1, not viable 1; " +
 		"efficacy 90.0% (94.7% without the listed), mutator coverage 80.0%; 1s\n"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got\n%s\nwant first line\n%s", got, want)
+	}
+	if want := "stale entry?       " + ms[0].id() + ": listed as equivalent, KILLED in this run\n"; !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line %q", got, want)
 	}
 	if strings.Contains(got, "other.go") {
 		t.Errorf("an entry for a file not in the report is named stale:\n%s", got)
