@@ -81,3 +81,13 @@ func TestShowObjectEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestShowOmittedResult: a completed record stored without its result is
+// shown as omitted (duplicates get 409 response unavailable), not as a
+// completed one whose response is replayed.
+func TestShowOmittedResult(t *testing.T) {
+	text, v := shown(dedupe.Record{Key: "p#k", Status: dedupe.StatusCompleted, Token: "t", ResultOmitted: true}, nil)
+	if v.State != "omitted" || !strings.Contains(text, "response:     omitted") {
+		t.Errorf("state %q, want omitted:\n%s", v.State, text)
+	}
+}
