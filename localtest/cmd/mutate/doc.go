@@ -13,7 +13,10 @@
 // -files narrows them further to the files it names, such as
 // guard.go,cache.go (gremlins itself only excludes). Every mutant is tested
 // with `go test` of PKG alone, so the figures measure the package's own
-// tests. The servers those tests need come from the environment:
+// tests. gremlins runs on a snapshot of the module's sources (without
+// build/, node_modules and .git), so that files edited while it runs do
+// not end up in its mutants. The servers those tests need come from the
+// environment:
 // `make mutate` runs this command under withdynalite and withservers, as
 // `make test` runs the tests, so that no store test is skipped.
 //

@@ -110,6 +110,18 @@ func mutate(o options, stderr io.Writer) (string, error) {
 	}
 	defer logf.Close()
 
+	// gremlins parses each file when it reaches it and copies the module
+	// once per worker: run it on a snapshot, so that an edit made while
+	// it runs (a test being written, a mutant tried by hand) cannot end
+	// up in its mutants.
+	src, err := os.MkdirTemp("", "mutate-src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	if err := snapshot(root, src); err != nil {
+		return "", fmt.Errorf("snapshot the module: %w", err)
+	}
 	args := []string{"tool", "gremlins", "unleash",
 		"--workers", fmt.Sprint(o.workers),
 		"--timeout-coefficient", fmt.Sprint(o.coeff),
@@ -117,9 +129,9 @@ func mutate(o options, stderr io.Writer) (string, error) {
 	for _, e := range excludes {
 		args = append(args, "-E", e)
 	}
-	args = append(args, dir)
+	args = append(args, filepath.Join(src, filepath.FromSlash(rel)))
 	cmd := exec.Command("go", args...)
-	cmd.Dir = root
+	cmd.Dir = src
 	// gremlins times a mutant's tests out at a multiple of its coverage
 	// run's time: a coverage result from go test's cache would make that
 	// a fraction of a second.
@@ -147,6 +159,41 @@ func mutate(o options, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	return sum, nil
+}
+
+// skipDirs are the directories snapshot leaves out: build output, npm's
+// packages and git's own.
+var skipDirs = map[string]bool{"build": true, "node_modules": true, ".git": true}
+
+// snapshot copies the regular files of the module at root into dst,
+// leaving out skipDirs.
+func snapshot(root, dst string) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir() && skipDirs[d.Name()] && rel != ".":
+			return filepath.SkipDir
+		case d.IsDir():
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, info.Mode().Perm())
+	})
 }
 
 // moduleRoot returns the directory of the go.mod at or above dir.

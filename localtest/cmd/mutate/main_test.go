@@ -150,3 +150,31 @@ func TestSummaryFigures(t *testing.T) {
 		t.Errorf("an entry for a file not in the report is named stale:\n%s", got)
 	}
 }
+
+// TestSnapshot: gremlins runs on a copy of the module's sources, without
+// its build output, npm's packages or git's files.
+func TestSnapshot(t *testing.T) {
+	root, dst := t.TempDir(), t.TempDir()
+	for _, f := range []string{"go.mod", "pkg/x/x.go", "pkg/x/testdata/in.json", "build/bin/tool", "localtest/node_modules/m/i.js", ".git/HEAD"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := snapshot(root, dst); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dst, path)
+			got = append(got, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if want := []string{"go.mod", "pkg/x/testdata/in.json", "pkg/x/x.go"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("snapshot holds %v, want %v", got, want)
+	}
+}
