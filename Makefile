@@ -52,7 +52,7 @@ HOST_GOARCH    = $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps deps-run deps-test test apicompat api-snapshot stress bench race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test apicompat api-snapshot stress bench mutate race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -278,6 +278,19 @@ BENCH_ARGS ?=
 bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench $(BENCH_ARGS)
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
+
+# `make mutate PKG=./pkg/x` is mutation testing of one package's own files
+# with github.com/go-gremlins/gremlins (a go tool dependency): every
+# mutant is tested by `go test` of PKG alone, on the servers `make test`
+# uses (the S3 tests start their own moto_server). localtest/cmd/mutate
+# writes the report, build/mutate/<pkg>.txt, .json and .log, and prints
+# the summary. MUTATE_ARGS passes it flags, e.g. MUTATE_ARGS='-files
+# "guard|cache" -workers 2'. It takes long (pkg/dedupe: some 30 minutes
+# on 2 cores), so `make test` runs it only on a fixture (TestMakeMutate).
+MUTATE_ARGS ?=
+
+mutate: deps-test withdynalite withservers ## mutation testing of one package's own files (make mutate PKG=./pkg/memstore); report in build/mutate/<pkg>.txt, .json and .log
+	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) run ./localtest/cmd/mutate $(MUTATE_ARGS) $(PKG)
 
 # RACE_ARGS passes flags to the race, e.g. RACE_ARGS='-n 2,100 -work 1s'.
 RACE_ARGS ?=

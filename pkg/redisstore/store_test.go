@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lambda-dedupe/dedupe/internal/headerenc"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
 	"github.com/lambda-dedupe/dedupe/pkg/redisstore"
@@ -134,7 +135,9 @@ func TestOmitResult(t *testing.T) {
 	}{
 		{"OmitResult", redisstore.Options{}, true, big, nil, true},
 		{"too large", redisstore.Options{MaxResultBytes: 1000}, false, big, dedupe.ErrResultTooLarge, true},
-		{"at the limit", redisstore.Options{MaxResultBytes: 2000 + len("\x01\x01\x01A\x01\x01b")}, false, big, nil, false},
+		// The limit is inclusive: headers as stored plus body.
+		{"at the limit", redisstore.Options{MaxResultBytes: 2000 + len(headerenc.Encode(big.Headers))}, false, big, nil, false},
+		{"one over the limit", redisstore.Options{MaxResultBytes: 2000 + len(headerenc.Encode(big.Headers)) - 1}, false, big, dedupe.ErrResultTooLarge, true},
 		{"no limit", redisstore.Options{MaxResultBytes: -1}, false, big, nil, false},
 	}
 	for _, tt := range tests {
