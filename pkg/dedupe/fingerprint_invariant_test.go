@@ -3,6 +3,7 @@ package dedupe
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -28,6 +29,40 @@ func TestCanonicalJSONKeepsEveryEscape(t *testing.T) {
 			if got != want {
 				t.Fatalf("CanonicalJSON(%s) = %s, decodes to %q, want %q", in, out, got, want)
 			}
+		}
+	}
+}
+
+// TestCanonicalJSONKeepsTheValue states that CanonicalJSON returns the
+// value it was given, whatever its shape: its output decodes (by
+// encoding/json) to a value equal to the input's, and canonicalising it
+// again changes nothing. The documents mix empty and full containers with
+// scalars, and put JSON punctuation inside strings, where it is not
+// structure.
+func TestCanonicalJSONKeepsTheValue(t *testing.T) {
+	for _, in := range []string{
+		`[[],1]`, `[{},"x"]`, `[[],[],1,2]`, `[1,[],2]`, `[{},{},true,null]`,
+		`{"a":[[],1],"b":[{},2,3]}`, `[[[[]]],1]`,
+		`"[[[[[["`, `"{{{{{{"`, `"::::::"`, `",,,,,,"`, `["[[[[","{{{{"]`,
+		`{"{{{{":"[[[["}`, ` [ [ ] , 1 ] `,
+	} {
+		out, err := CanonicalJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("CanonicalJSON(%s): %v", in, err)
+		}
+		var want, got any
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("json.Unmarshal(%s): %v", in, err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("CanonicalJSON(%s) = %s, not JSON: %v", in, out, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("CanonicalJSON(%s) = %s, decodes to %v, want %v", in, out, got, want)
+		}
+		again, err := CanonicalJSON(out)
+		if err != nil || string(again) != string(out) {
+			t.Errorf("CanonicalJSON(%s) = %s, %v, want %s (canonical already)", out, again, err, out)
 		}
 	}
 }
