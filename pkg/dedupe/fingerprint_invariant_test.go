@@ -44,7 +44,8 @@ func TestCanonicalJSONKeepsTheValue(t *testing.T) {
 		`[[],1]`, `[{},"x"]`, `[[],[],1,2]`, `[1,[],2]`, `[{},{},true,null]`,
 		`{"a":[[],1],"b":[{},2,3]}`, `[[[[]]],1]`,
 		`"[[[[[["`, `"{{{{{{"`, `"::::::"`, `",,,,,,"`, `["[[[[","{{{{"]`,
-		`{"{{{{":"[[[["}`, ` [ [ ] , 1 ] `,
+		`{"{{{{":"[[[["}`, ` [ [ ] , 1 ] `, `""`, `[[1,2],"a",[]]`, `[[[1]],2,[]]`,
+		`[{"a":[1]},"b",{}]`, `[[1],[2],3,[]]`, `[[[],[]],1,[]]`, `[{"a":{},"b":{}},1,{}]`,
 	} {
 		out, err := CanonicalJSON([]byte(in))
 		if err != nil {
@@ -63,6 +64,46 @@ func TestCanonicalJSONKeepsTheValue(t *testing.T) {
 		again, err := CanonicalJSON(out)
 		if err != nil || string(again) != string(out) {
 			t.Errorf("CanonicalJSON(%s) = %s, %v, want %s (canonical already)", out, again, err, out)
+		}
+	}
+}
+
+// TestCanonicalJSONKeepsDuplicateKeysInOrder states the documented rule
+// for members with equal keys: they keep their source order, so two
+// documents that a last-wins decoder reads differently never share a
+// canonical form.
+func TestCanonicalJSONKeepsDuplicateKeysInOrder(t *testing.T) {
+	for _, n := range []int{2, 3, 13, 50, 200} {
+		in := []byte{'{'}
+		want := []byte{'{'}
+		for i := range n {
+			if i > 0 {
+				in = append(in, ',')
+			}
+			// Keys "z" and "a" alternate; each value is its position.
+			k := "z"
+			if i%2 == 1 {
+				k = "a"
+			}
+			in = fmt.Appendf(in, `%q:%d`, k, i)
+		}
+		for i := 1; i < n; i += 2 {
+			if len(want) > 1 {
+				want = append(want, ',')
+			}
+			want = fmt.Appendf(want, `"a":%d`, i)
+		}
+		for i := 0; i < n; i += 2 {
+			want = fmt.Appendf(want, `,"z":%d`, i)
+		}
+		in = append(in, '}')
+		want = append(want, '}')
+		got, err := CanonicalJSON(in)
+		if err != nil {
+			t.Fatalf("CanonicalJSON(%s): %v", in, err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("CanonicalJSON(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
