@@ -107,3 +107,25 @@ func TestCanonicalJSONKeepsDuplicateKeysInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalJSONEscapesMinimally states the documented escaping: only
+// '"', '\\' and control characters are escaped, so every other printable
+// ASCII character comes out as itself, in a key or in a value that had to
+// be decoded (`\u0041`).
+func TestCanonicalJSONEscapesMinimally(t *testing.T) {
+	for c := byte(0x20); c <= 0x7e; c++ {
+		if c == '"' || c == '\\' {
+			continue
+		}
+		s := string([]byte{'x', c})
+		in := `{"` + s + `":"\u0041` + s + `"}`
+		want := `{"` + s + `":"A` + s + `"}`
+		got, err := CanonicalJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("CanonicalJSON(%s): %v", in, err)
+		}
+		if string(got) != want {
+			t.Errorf("CanonicalJSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
