@@ -175,19 +175,10 @@ func (e *albEvent) routeLabel() string { return routeOf(e.HTTPMethod, RouteNone)
 
 func (e *albEvent) scope() string { return "alb:" + e.RequestContext.ELB.TargetGroupArn }
 
-func (e *albEvent) keyHeader() (string, int) {
-	if vs := lookupMulti(e.MultiValueHeaders, "idempotency-key"); len(vs) > 0 {
-		return vs[0], len(vs)
-	}
-	return lookup(e.Headers, "idempotency-key")
-}
+func (e *albEvent) keyHeader() (string, int) { return keyHeader2(e.MultiValueHeaders, e.Headers) }
 
 func (e *albEvent) header(lname string) (string, bool) {
-	if vs := lookupMulti(e.MultiValueHeaders, lname); len(vs) > 0 {
-		return strings.Join(vs, ","), true
-	}
-	v, n := lookup(e.Headers, lname)
-	return v, n > 0
+	return header2(e.MultiValueHeaders, e.Headers, lname)
 }
 
 // headerValues returns every value of header lname, in either mode.

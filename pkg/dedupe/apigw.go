@@ -203,18 +203,30 @@ func (e *v1Event) scope() string {
 	return "rest:" + e.RequestContext.APIID + "/" + e.RequestContext.Stage
 }
 
-func (e *v1Event) keyHeader() (string, int) {
-	if vs := lookupMulti(e.MultiValueHeaders, "idempotency-key"); len(vs) > 0 {
-		return vs[0], len(vs)
-	}
-	return lookup(e.Headers, "idempotency-key")
-}
+func (e *v1Event) keyHeader() (string, int) { return keyHeader2(e.MultiValueHeaders, e.Headers) }
 
 func (e *v1Event) header(lname string) (string, bool) {
-	if vs := lookupMulti(e.MultiValueHeaders, lname); len(vs) > 0 {
+	return header2(e.MultiValueHeaders, e.Headers, lname)
+}
+
+// keyHeader2 returns the Idempotency-Key header of an event that carries
+// headers in two modes (REST API, ALB): the multi-value map first, where
+// a repeated header shows, then the single-value one; and how many values
+// it has.
+func keyHeader2(multi map[string][]string, single map[string]string) (string, int) {
+	if vs := lookupMulti(multi, "idempotency-key"); len(vs) > 0 {
+		return vs[0], len(vs)
+	}
+	return lookup(single, "idempotency-key")
+}
+
+// header2 returns header lname of an event that carries headers in two
+// modes, its values joined with commas.
+func header2(multi map[string][]string, single map[string]string, lname string) (string, bool) {
+	if vs := lookupMulti(multi, lname); len(vs) > 0 {
 		return strings.Join(vs, ","), true
 	}
-	v, n := lookup(e.Headers, lname)
+	v, n := lookup(single, lname)
 	return v, n > 0
 }
 

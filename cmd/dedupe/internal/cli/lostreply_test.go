@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -59,22 +60,28 @@ func loseReply(t *testing.T, target, op string) (endpoint string, lost *atomic.I
 	return srv.URL, lost
 }
 
+// loseReplyOn returns the DynamoDB backend and an endpoint in front of
+// its server that loses the first reply to op (see loseReply).
+func loseReplyOn(t *testing.T, op string) (backend, string, *atomic.Int32) {
+	t.Helper()
+	b := backends(t)[0]
+	if b.name != "dynamodb" {
+		t.Fatalf("first backend is %s, want dynamodb", b.name)
+	}
+	i := slices.Index(b.flags, "--endpoint")
+	if i < 0 {
+		t.Fatalf("the dynamodb backend's flags %q name no --endpoint", b.flags)
+	}
+	proxy, lost := loseReply(t, b.flags[i+1], op)
+	return b, proxy, lost
+}
+
 // TestReleaseReplyLost: a release is applied, its reply is lost, and the
 // SDK's retry meets a record that no longer matches what the operator saw.
 // The command reads the record again and reports the truth: released,
 // exit 0, not "changed since it was read; nothing changed".
 func TestReleaseReplyLost(t *testing.T) {
-	b := backends(t)[0]
-	if b.name != "dynamodb" {
-		t.Fatalf("first backend is %s, want dynamodb", b.name)
-	}
-	var endpoint string
-	for i, f := range b.flags {
-		if f == "--endpoint" {
-			endpoint = b.flags[i+1]
-		}
-	}
-	proxy, lost := loseReply(t, endpoint, "UpdateItem")
+	b, proxy, lost := loseReplyOn(t, "UpdateItem")
 	flags := []string{"--table", b.table, "--endpoint", proxy}
 
 	ctx := context.Background()
@@ -112,17 +119,7 @@ func TestReleaseReplyLost(t *testing.T) {
 // forgotten (exit 0) and still writes the audit event, marked
 // unconfirmed; it does not answer "gone already" with no log.
 func TestForgetReplyLost(t *testing.T) {
-	b := backends(t)[0]
-	if b.name != "dynamodb" {
-		t.Fatalf("first backend is %s, want dynamodb", b.name)
-	}
-	var endpoint string
-	for i, f := range b.flags {
-		if f == "--endpoint" {
-			endpoint = b.flags[i+1]
-		}
-	}
-	proxy, lost := loseReply(t, endpoint, "DeleteItem")
+	b, proxy, lost := loseReplyOn(t, "DeleteItem")
 	ctx := context.Background()
 	now := time.Now()
 	key := dedupe.StoreKey(prefix, "lost-forget/"+rand.Text())
