@@ -284,9 +284,9 @@ bench: deps-test withdynalite withservers ## the report (table, build/bench/benc
 # mutant is tested by `go test` of PKG alone, on the servers `make test`
 # uses (the S3 tests start their own moto_server). localtest/cmd/mutate
 # writes the report, build/mutate/<pkg>.txt, .json and .log, and prints
-# the summary. MUTATE_ARGS passes it flags, e.g. MUTATE_ARGS='-files
-# "guard|cache" -workers 2'. It takes long (pkg/dedupe: some 30 minutes
-# on 2 cores), so `make test` runs it only on a fixture (TestMakeMutate).
+# the summary. MUTATE_ARGS passes it flags, e.g.
+# MUTATE_ARGS='-files=guard.go,cache.go -workers=2'. It takes long
+# (pkg/dedupe: some 30 minutes on 2 cores), so `make test` runs it only on a fixture (TestMakeMutate).
 MUTATE_ARGS ?=
 
 mutate: deps-test withdynalite withservers ## mutation testing of one package's own files (make mutate PKG=./pkg/memstore); report in build/mutate/<pkg>.txt, .json and .log
