@@ -56,12 +56,14 @@ func (s *Store) setProvenance(set, remove string, names map[string]string, value
 	return set, remove
 }
 
-// FindRef implements dedupe.Admin with one Query of the ref index
-// (Options.RefIndex, KEYS_ONLY, eventually consistent: a record claimed
-// in the last second may not show yet) and one strongly consistent
-// GetItem per key found (one, unless references collide). It never scans
-// the table. A table without the index fails with DynamoDB's
-// ValidationException, wrapped. A result kept in S3 is read as Get reads
+// FindRef implements dedupe.Admin with one Query and one strongly
+// consistent GetItem per key found (one, unless references collide). On a
+// table keyed by reference (KeySchemaByRef) the Query reads the table's
+// partition ref, strongly consistent; on a classic table it reads the ref
+// index (Options.RefIndex, KEYS_ONLY, eventually consistent: a record
+// claimed in the last second may not show yet), and a table without the
+// index fails with DynamoDB's ValidationException, wrapped. It never
+// scans the table. A result kept in S3 is read as Get reads
 // it; InspectRef names its object instead.
 func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedupe.Record, error) {
 	keys, err := s.refKeys(ctx, ref)
@@ -81,7 +83,10 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 	return out, nil
 }
 
-// refKeys returns the keys the ref index lists under ref, every page.
+// refKeys returns the keys listed under ref, every page: on a table keyed
+// by reference, by a strongly consistent Query of the table (body items,
+// which carry no status, left out); on a classic one, by a Query of the
+// ref index.
 func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
@@ -89,27 +94,42 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if err := s.checked(ctx); err != nil {
 		return nil, fmt.Errorf("dynamostore: find %s: %w", ref, err)
 	}
+	byRef := s.byRef()
 	var keys []string
 	var start map[string]types.AttributeValue
 	for {
-		q, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
 			IndexName:                 aws.String(s.refIndex),
 			KeyConditionExpression:    aws.String("#ref = :ref"),
 			ExpressionAttributeNames:  map[string]string{"#ref": s.attr.Ref},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":ref": str(ref)},
 			ExclusiveStartKey:         start,
-		})
+		}
+		where := fmt.Sprintf("index %q", s.refIndex)
+		if byRef {
+			in.IndexName, in.ConsistentRead = nil, aws.Bool(true)
+			in.ProjectionExpression = aws.String("#ref, #pk, #lk, #status")
+			in.ExpressionAttributeNames["#pk"] = s.attr.PartitionKey
+			in.ExpressionAttributeNames["#lk"] = s.attr.LongKey
+			in.ExpressionAttributeNames["#status"] = s.attr.Status
+			where = fmt.Sprintf("table %q", s.table)
+		}
+		q, err := s.client.Query(ctx, in)
 		if err != nil {
-			return nil, wrap(fmt.Sprintf("dynamostore: find %s in index %q", ref, s.refIndex), err)
+			return nil, wrap(fmt.Sprintf("dynamostore: find %s in %s", ref, where), err)
 		}
 		for _, item := range q.Items {
-			d := decoder{item: item}
-			key := d.str(s.attr.PartitionKey, true)
-			if d.err != nil {
-				return nil, fmt.Errorf("dynamostore: find %s: %w", ref, d.err)
+			if _, ok := item[s.attr.Status]; byRef && !ok {
+				continue // a body item
 			}
-			keys = append(keys, key)
+			key, found, err := s.storedKey(ctx, "find "+ref, item)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("dynamostore: find %s: %w", ref, err)
+			case found:
+				keys = append(keys, key)
+			}
 		}
 		if len(q.LastEvaluatedKey) == 0 {
 			return keys, nil
@@ -224,10 +244,12 @@ const probePage = 100
 // expired items until TTL deletes them, days late: those are absent, as
 // everywhere, and never a sign of another shard count.
 func (s *Store) liveInFlight(ctx context.Context, item map[string]types.AttributeValue, now time.Time) (dedupe.Record, bool, error) {
-	d := decoder{item: item}
-	key := d.str(s.attr.PartitionKey, true)
-	if d.err != nil {
-		return dedupe.Record{}, false, fmt.Errorf("dynamostore: in flight: %w", d.err)
+	key, found, err := s.storedKey(ctx, "in flight", item)
+	switch {
+	case err != nil:
+		return dedupe.Record{}, false, fmt.Errorf("dynamostore: in flight: %w", err)
+	case !found:
+		return dedupe.Record{}, false, nil
 	}
 	rec, found, err := s.inspect(ctx, key)
 	if err != nil || !found || rec.Expired(now) || rec.Status != dedupe.StatusInProgress {
@@ -285,6 +307,9 @@ func (s *Store) checkShard(key string, filed int) error {
 func (s *Store) ReleaseSeen(ctx context.Context, seen dedupe.Record) error {
 	if err := dedupe.CheckStoreKey(seen.Key); err != nil {
 		return fmt.Errorf("dynamostore: release: %w", err)
+	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: release %s: %w", dedupe.KeyRef(seen.Key), err)
 	}
 	lease := seen.LeaseExpiresAt.UnixMilli()
 	if lease == 0 {

@@ -101,7 +101,7 @@ func TestClaimAnswersAreNotUnavailable(t *testing.T) {
 		// A record from before first_token, which the claim's update does
 		// not take: the fenced PutItem does.
 		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}, UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+			Key: r.key(key), UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
 			t.Fatal(err)
 		}
 		later := base.Add(2 * time.Minute) // A's lease has run out

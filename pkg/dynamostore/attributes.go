@@ -40,7 +40,9 @@ const (
 // Attributes names the item attributes the store reads and writes. A zero
 // field means the name from DefaultAttributes.
 type Attributes struct {
-	// PartitionKey holds the full key (S). Default "pk".
+	// PartitionKey holds the full key (S): the partition key of a classic
+	// table, the sort key of one keyed by reference (see KeySchema).
+	// Default "pk".
 	PartitionKey string
 	// Status holds IN_PROGRESS or COMPLETED (S). Default "status".
 	Status string
@@ -94,10 +96,10 @@ type Attributes struct {
 	// IN_PROGRESS, and is the partition key of the in-flight index.
 	// Default "inflight_shard".
 	InflightShard string
-	// Ref holds dedupe.KeyRef of the key (S), written at every claim, and
-	// is the partition key of the KEYS_ONLY ref index (Options.RefIndex)
-	// through which an operator finds a record from a log line. Default
-	// "ref".
+	// Ref holds dedupe.KeyRef of the key (S), written at every claim: the
+	// partition key of a table keyed by reference, and on a classic table
+	// that of the KEYS_ONLY ref index (Options.RefIndex), through which an
+	// operator finds a record from a log line. Default "ref".
 	Ref string
 	// RequestID holds the request ID of the execution the record belongs
 	// to (S, dedupe.Record.RequestID); absent when none. Default
@@ -106,6 +108,11 @@ type Attributes struct {
 	// Trace holds that execution's trace context (S, dedupe.Record.Trace);
 	// absent when none. Default "trace".
 	Trace string
+	// LongKey holds, on a table keyed by reference (KeySchemaByRef), the
+	// full stored key (S) of a record whose key is longer than
+	// MaxPlainSortKey bytes, which its sort key PartitionKey holds
+	// shortened; absent otherwise. Default "long_key".
+	LongKey string
 }
 
 // DefaultAttributes returns the attribute names of the deployed schema
@@ -132,6 +139,7 @@ func DefaultAttributes() Attributes {
 		Ref:            "ref",
 		RequestID:      "request_id",
 		Trace:          "trace",
+		LongKey:        "long_key",
 	}
 }
 
@@ -162,6 +170,7 @@ func (a Attributes) withDefaults() Attributes {
 		{&a.Ref, d.Ref},
 		{&a.RequestID, d.RequestID},
 		{&a.Trace, d.Trace},
+		{&a.LongKey, d.LongKey},
 	} {
 		if *f.dst == "" {
 			*f.dst = f.def

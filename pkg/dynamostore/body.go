@@ -132,6 +132,9 @@ func (s *Store) bodyItemSize(req dedupe.CompleteRequest, n int) int {
 	if s.sortKey.Name != "" {
 		size += len(s.sortKey.Name) + len(s.sortKey.Value)
 	}
+	if s.byRef() {
+		size += len(a.Ref) + len(dedupe.KeyRef(""))
+	}
 	return size
 }
 

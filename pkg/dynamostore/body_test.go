@@ -144,7 +144,7 @@ func TestBodyItemFaults(t *testing.T) {
 		return key, tok
 	}
 	bodyKey := func(key, tok string) map[string]types.AttributeValue {
-		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamostore.BodyItemKey(key, tok)}}
+		return r.key(dynamostore.BodyItemKey(key, tok))
 	}
 	t.Run("missing", func(t *testing.T) {
 		key, tok := complete(t)
@@ -216,7 +216,7 @@ func TestBodyItemFaults(t *testing.T) {
 	})
 	t.Run("body item without its record", func(t *testing.T) {
 		key, _ := complete(t)
-		if _, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}}); err != nil {
+		if _, err := r.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: r.key(key)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, key, base); !errors.Is(err, dedupe.ErrNotFound) {
@@ -259,7 +259,7 @@ func TestBodyItemFaults(t *testing.T) {
 		key, tok := complete(t)
 		body := r.rawItem(t, dynamostore.BodyItemKey(key, tok))["res_body"]
 		enc, _ := strings.CutPrefix(r.rawItem(t, key)["res_encoding"].(*types.AttributeValueMemberS).Value, "item:")
-		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
+		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table), Key: r.key(key),
 			UpdateExpression:          aws.String("SET res_body = :b, res_encoding = :e REMOVE res_item"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":b": body, ":e": &types.AttributeValueMemberS{Value: enc}}}); err != nil {
 			t.Fatal(err)

@@ -90,17 +90,21 @@ func faultyClient(t testing.TB, inject dedupetest.Injector) *dynamodb.Client {
 // TestCheck runs the randomized fault-injecting checker on dynamostore,
 // with faults injected in the HTTP transport under the real SDK client.
 func TestCheck(t *testing.T) {
-	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
-	dedupetest.Check(t, dedupetest.CheckConfig{
-		Histories: checkHistories(),
-		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
-			s, err := dynamostore.New(faultyClient(t, inject), dynamostore.Options{Table: table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	})
+	for _, sc := range schemas {
+		t.Run(sc.name, func(t *testing.T) {
+			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			dedupetest.Check(t, dedupetest.CheckConfig{
+				Histories: checkHistories(),
+				NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
+					s, err := dynamostore.New(faultyClient(t, inject), dynamostore.Options{Table: table})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				},
+			})
+		})
+	}
 }
 
 // checkHistories keeps the DynamoDB checker short in make test unless

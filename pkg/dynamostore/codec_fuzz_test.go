@@ -108,7 +108,7 @@ func FuzzRecordCodec(f *testing.F) {
 		}
 
 		c := &itemClient{pk: DefaultAttributes().PartitionKey, items: map[string]map[string]types.AttributeValue{}}
-		s, err := New(c, Options{Table: "fuzz", CompressAbove: int(compressAbove), GlobalTables: GlobalTablesUnchecked})
+		s, err := New(c, Options{Table: "fuzz", CompressAbove: int(compressAbove), GlobalTables: GlobalTablesUnchecked, KeySchema: KeySchemaByRef})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func ExampleStore_Inspect() {
 	db := dynamodb.NewFromConfig(cfg)
 	table := os.Getenv("IDEMPOTENCY_TABLE")
 	// No LargeResults: Inspect never reads S3.
-	store, err := dynamostore.New(db, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked})
+	store, err := dynamostore.New(db, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -41,7 +41,7 @@ func ExampleStore_Inspect() {
 		return
 	}
 	fmt.Printf("%s, body in s3://%s/%s\n", rec.Status, rec.Object.Bucket, rec.Object.Name)
-	reader, err := dynamostore.New(db, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked,
+	reader, err := dynamostore.New(db, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef,
 		LargeResults: dynamostore.LargeResults{Client: s3.NewFromConfig(cfg), Bucket: rec.Object.Bucket}})
 	if err != nil {
 		fmt.Println(err)

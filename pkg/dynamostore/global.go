@@ -105,24 +105,41 @@ type globalCheck struct {
 	mode   GlobalTables
 	logger *slog.Logger
 
+	// The key schema check (Options.KeySchema) rides on the same call.
+	attr     Attributes
+	sortKey  SortKey
+	want     KeySchema
+	refIndex string        // Options.RefIndex as given
+	schema   *atomic.Int32 // the store's; set when the table passes
+
 	done    atomic.Bool // the table passed
 	mu      sync.Mutex  // one check at a time
 	refused error       // the permanent answer, once known
 }
 
-// newGlobalCheck returns the check of mode, nil for GlobalTablesUnchecked.
-func newGlobalCheck(client Client, table string, mode GlobalTables, logger *slog.Logger) (*globalCheck, error) {
-	switch mode {
+// newGlobalCheck returns the check of opts, nil for GlobalTablesUnchecked,
+// which then sets schema from Options.KeySchema (and refuses
+// KeySchemaDetect: nothing would read the table's).
+func newGlobalCheck(client Client, opts Options, attr Attributes, schema *atomic.Int32) (*globalCheck, error) {
+	switch opts.GlobalTables {
 	case GlobalTablesUnchecked:
+		if opts.KeySchema == KeySchemaDetect {
+			return nil, fmt.Errorf("%w: GlobalTables is GlobalTablesUnchecked, so New calls no DescribeTable and cannot read the table's key schema: "+
+				"set Options.KeySchema to KeySchemaByRef (a table of TableInput or template.yaml) or KeySchemaClassic (ClassicTableInput, "+
+				"or a table created before v0.2.0)", ErrInvalidOptions)
+		}
+		schema.Store(int32(opts.KeySchema))
 		return nil, nil
 	case GlobalTablesRefuseEventual, GlobalTablesWarnEventual:
 	default:
-		return nil, fmt.Errorf("%w: GlobalTables %v is not one of the GlobalTables constants", ErrInvalidOptions, mode)
+		return nil, fmt.Errorf("%w: GlobalTables %v is not one of the GlobalTables constants", ErrInvalidOptions, opts.GlobalTables)
 	}
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &globalCheck{client: client, table: table, mode: mode, logger: logger}, nil
+	return &globalCheck{client: client, table: opts.Table, mode: opts.GlobalTables, logger: logger,
+		attr: attr, sortKey: opts.SortKey, want: opts.KeySchema, refIndex: opts.RefIndex, schema: schema}, nil
 }
 
 // check calls DescribeTable (within ctx and CheckTimeout) and judges the
@@ -134,17 +151,31 @@ func (c *globalCheck) check(ctx context.Context) error {
 	defer cancel()
 	out, err := c.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(c.table)})
 	if err != nil {
-		return wrap(fmt.Sprintf("dynamostore: check table %q for eventually consistent replicas (Options.GlobalTables): DescribeTable "+
-			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked)", c.table), err)
+		return wrap(fmt.Sprintf("dynamostore: check table %q for its key schema and eventually consistent replicas (Options.GlobalTables): DescribeTable "+
+			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked and Options.KeySchema)", c.table), err)
+	}
+	var elems []types.KeySchemaElement
+	if out.Table != nil {
+		elems = out.Table.KeySchema
+	}
+	schema, err := judgeKeySchema(c.table, elems, c.attr, c.sortKey, c.want)
+	if err != nil {
+		return err
+	}
+	if schema == KeySchemaByRef && c.refIndex != "" {
+		return fmt.Errorf("%w: table %q is keyed by reference, so FindRef queries the table itself and Options.RefIndex %q means nothing: unset RefIndex",
+			ErrInvalidOptions, c.table, c.refIndex)
 	}
 	why := eventualReplicas(out.Table)
 	switch {
 	case why == "":
+		c.schema.Store(int32(schema))
 		return nil
 	case c.mode == GlobalTablesWarnEventual:
 		c.logger.Warn("dynamostore: the table is a global table in multi-Region eventual consistency: "+
 			"the same key claimed in two Regions at once runs twice (accepted by GlobalTablesWarnEventual)",
 			"table", c.table, "replicas", why)
+		c.schema.Store(int32(schema))
 		return nil
 	}
 	return fmt.Errorf("%w: table %q is a global table in multi-Region eventual consistency (%s): a claim is atomic in one Region only, "+

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
@@ -124,18 +125,86 @@ func (c *callCounter) snapshot() (ops []string, withoutItem int) {
 
 // rig is one test table on the test endpoint, with a counted client.
 type rig struct {
-	client *dynamodb.Client
-	calls  *callCounter
-	table  string
+	client  *dynamodb.Client
+	calls   *callCounter
+	table   string
+	classic bool // the table is classic (ClassicTableInput), not keyed by reference
 }
 
-// newRig creates a table with the deployed schema (template.yaml).
+// newRig creates a table with the deployed schema (template.yaml), keyed by
+// reference.
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	calls := &callCounter{}
 	client := dynamotest.Client(t, calls.option())
 	table := dynamotest.CreateTables(t, client, "IdempotencyTable")["IdempotencyTable"]
 	return &rig{client: client, calls: calls, table: table}
+}
+
+// newClassicRig creates a classic table (ClassicTableInput), the schema of
+// versions before v0.2.0.
+func newClassicRig(t testing.TB) *rig {
+	t.Helper()
+	calls := &callCounter{}
+	client := dynamotest.Client(t, calls.option())
+	name := dynamotest.UniqueName("classic")
+	createClassicTable(t, client, name)
+	return &rig{client: client, calls: calls, table: name, classic: true}
+}
+
+// rigs returns a rig of each key schema, by name, for tests that run on
+// both.
+func rigs(t testing.TB) map[string]*rig {
+	return map[string]*rig{"byref": newRig(t), "classic": newClassicRig(t)}
+}
+
+// schemaTable creates a table of the template (keyed by reference), or a
+// classic one, and returns its name.
+func schemaTable(t testing.TB, c *dynamodb.Client, classic bool) string {
+	t.Helper()
+	if !classic {
+		return dynamotest.CreateTables(t, c, "IdempotencyTable")["IdempotencyTable"]
+	}
+	name := dynamotest.UniqueName("classic")
+	createClassicTable(t, c, name)
+	return name
+}
+
+// schemas names the key schemas the tables of schemaTable have.
+var schemas = []struct {
+	name    string
+	classic bool
+}{{"byref", false}, {"classic", true}}
+
+// createClassicTable creates a classic table named name and deletes it
+// when the test ends.
+func createClassicTable(t testing.TB, c *dynamodb.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateTable(ctx, dynamostore.ClassicTableInput(name)); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 10*time.Millisecond, 200*time.Millisecond
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, time.Minute); err != nil {
+		t.Fatalf("wait for table %s: %v", name, err)
+	}
+}
+
+// key returns the primary key of the record of key on the rig's table,
+// with the default attribute names.
+func (r *rig) key(key string) map[string]types.AttributeValue {
+	if r.classic {
+		return r.key(key)
+	}
+	return map[string]types.AttributeValue{
+		"ref": &types.AttributeValueMemberS{Value: dedupe.KeyRef(key)},
+		"pk":  &types.AttributeValueMemberS{Value: dynamostore.SortKeyValue(key)},
+	}
 }
 
 // store returns a store on the rig's table; opts.Table is filled in.
@@ -154,7 +223,7 @@ func (r *rig) rawItem(t testing.TB, pk string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := r.client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(r.table),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+		Key:            r.key(pk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

@@ -56,6 +56,9 @@ func (s *Store) Inspect(ctx context.Context, key string, now time.Time) (Inspect
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return Inspected{}, fmt.Errorf("dynamostore: inspect: %w", err)
 	}
+	if err := s.checked(ctx); err != nil {
+		return Inspected{}, fmt.Errorf("dynamostore: inspect %s: %w", dedupe.KeyRef(key), err)
+	}
 	rec, found, err := s.inspect(ctx, key)
 	switch {
 	case err != nil:

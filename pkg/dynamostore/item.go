@@ -156,6 +156,10 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 		Key: req.Key, Token: req.Token, RequestID: req.RequestID, Trace: req.Trace, Ref: dedupe.KeyRef(req.Key),
 		Headers: res.headers, Body: res.body, Encoding: res.encoding,
 	})
+	if long := s.longKey(req.Key); long != "" {
+		// The sort key holds the key shortened, long_key the key in full.
+		size += len(a.LongKey) + len(sortKeyValue(long))
+	}
 	if res.object != nil {
 		size += res.object.attrSize(a.ResObject) + len(a.ResEncoding) + len(res.encoding)
 	}
@@ -204,6 +208,9 @@ func (s *Store) decodeItem(item map[string]types.AttributeValue, fetch func(obje
 		UpdatedAt:      time.UnixMilli(d.num(a.UpdatedAt)).UTC(),
 		RequestID:      d.str(a.RequestID, false),
 		Trace:          d.str(a.Trace, false),
+	}
+	if _, ok := item[a.LongKey]; ok {
+		rec.Key = d.str(a.LongKey, true)
 	}
 	if rec.Status == dedupe.StatusCompleted {
 		if d.bool(a.ResOmitted) {

@@ -60,7 +60,7 @@ func TestFirstToken(t *testing.T) {
 			claimA(t, k)
 			_, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 				TableName:                aws.String(r.table),
-				Key:                      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}},
+				Key:                      r.key(k),
 				UpdateExpression:         aws.String("SET #owner = :old REMOVE first_token"),
 				ExpressionAttributeNames: map[string]string{"#owner": "owner"},
 				ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -211,7 +211,7 @@ func TestTakeoverFence(t *testing.T) {
 			}
 			// A record from before first_token.
 			if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
-				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k}}, UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+				Key: r.key(k), UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
 				t.Fatal(err)
 			}
 			c := &interloper{Client: r.client, hook: func() { tc.race(t, k) }}

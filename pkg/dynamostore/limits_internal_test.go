@@ -20,3 +20,6 @@ func TestHeadersEncodeLikeHeaderenc(t *testing.T) {
 		}
 	}
 }
+
+// SortKeyValue exports sortKeyValue to the external tests.
+var SortKeyValue = sortKeyValue

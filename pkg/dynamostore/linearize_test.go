@@ -28,17 +28,21 @@ import (
 // clients with faults injected in the HTTP transport below the SDK's
 // retryer: lost replies the SDK resends, throttles and timeouts.
 func TestLinearizable(t *testing.T) {
-	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
-	linearize.Check(t, linearize.Config{
-		StrictFirstToken: true,
-		NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
-			s, err := dynamostore.New(faultyClient(t, inject), dynamostore.Options{Table: table})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-	})
+	for _, sc := range schemas {
+		t.Run(sc.name, func(t *testing.T) {
+			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			linearize.Check(t, linearize.Config{
+				StrictFirstToken: true,
+				NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
+					s, err := dynamostore.New(faultyClient(t, inject), dynamostore.Options{Table: table})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				},
+			})
+		})
+	}
 }
 
 // TestLinearizeCatchesConcurrentMoto proves the checker catches moto's
@@ -83,10 +87,14 @@ func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
 // or moto behind its serializing proxy) must all be linearizable, so the
 // violation found without the proxy is moto's race and not the mix's.
 func TestLinearizableContention(t *testing.T) {
-	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
-	cfg := contention(table, func(*dynamodb.Options) {})
-	cfg.Histories = envHistories(3)
-	linearize.Check(t, cfg)
+	for _, sc := range schemas {
+		t.Run(sc.name, func(t *testing.T) {
+			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			cfg := contention(table, func(*dynamodb.Options) {})
+			cfg.Histories = envHistories(3)
+			linearize.Check(t, cfg)
+		})
+	}
 }
 
 // contention is a history of 16 clients racing to claim 8 keys, without

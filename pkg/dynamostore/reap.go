@@ -302,8 +302,14 @@ var errChanged = errors.New("record changed")
 // logs it.
 func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.AttributeValue) error {
 	a := r.s.attr
+	key, found, err := r.s.storedKey(ctx, fmt.Sprintf("reap shard %d", shard), item)
+	switch {
+	case err != nil:
+		return fmt.Errorf("dynamostore: reap shard %d: %w", shard, err)
+	case !found:
+		return errChanged
+	}
 	d := decoder{item: item}
-	key := d.str(a.PartitionKey, true)
 	owner := d.str(a.Owner, true)
 	status := d.str(a.Status, false)
 	lease := time.UnixMilli(d.num(a.LeaseExpiresAt))
@@ -321,7 +327,7 @@ func (r *reaper) clear(ctx context.Context, shard int, item map[string]types.Att
 	if r.o.BeforeDelete != nil {
 		r.o.BeforeDelete(ctx, key)
 	}
-	_, err := r.s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = r.s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(r.s.table),
 		Key:                 r.s.key(key),
 		UpdateExpression:    aws.String("SET #shard = :retired"),

@@ -37,8 +37,10 @@ func seedCompleted(tb testing.TB, c *dynamodb.Client, table string, n, expiredEv
 		if expiredEvery > 0 && i%expiredEvery == 0 {
 			exp = base.Add(-time.Minute)
 		}
+		k := fmt.Sprintf("seed/completed/%07d", i)
 		return map[string]types.AttributeValue{
-			"pk":               &types.AttributeValueMemberS{Value: fmt.Sprintf("seed/completed/%07d", i)},
+			"pk":               &types.AttributeValueMemberS{Value: k},
+			"ref":              &types.AttributeValueMemberS{Value: dedupe.KeyRef(k)},
 			"status":           &types.AttributeValueMemberS{Value: "COMPLETED"},
 			"fingerprint":      &types.AttributeValueMemberS{Value: "fp"},
 			"owner":            &types.AttributeValueMemberS{Value: "owner-" + strconv.Itoa(i)},

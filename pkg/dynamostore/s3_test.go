@@ -546,7 +546,7 @@ func TestLargeResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
-			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
+			Key:                       r.key(key),
 			UpdateExpression:          aws.String("SET inflight_shard = :s"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberN{Value: fmt.Sprint(s.Shard(key))}},
 		}); err != nil {
@@ -608,7 +608,7 @@ func TestLargeResultsOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := dynamostore.New(c, dynamostore.Options{Table: "t", LargeResults: tt.large, GlobalTables: dynamostore.GlobalTablesUnchecked})
+			_, err := dynamostore.New(c, dynamostore.Options{Table: "t", LargeResults: tt.large, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("New = %v, want nil", err)

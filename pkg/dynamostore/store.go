@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,9 +49,10 @@ type Options struct {
 	// Empty means DefaultIndex.
 	Index string
 	// RefIndex is the name of the KEYS_ONLY index on Attributes.Ref that
-	// FindRef queries. Empty means DefaultRefIndex. Only FindRef needs
-	// it; every claim writes the ref attribute whether or not the table
-	// has the index.
+	// FindRef queries on a classic table (KeySchemaClassic). Empty means
+	// DefaultRefIndex. Only FindRef needs it; every claim writes the ref
+	// attribute whether or not the table has the index. A table keyed by
+	// reference needs no index: RefIndex is refused with it.
 	RefIndex string
 
 	// Shards is the number of in-flight shards: an IN_PROGRESS record
@@ -106,6 +108,11 @@ type Options struct {
 	// writers that are not Lean. Lean with Shards or Index set is refused.
 	Lean bool
 
+	// KeySchema says how the table's primary key is built: the zero value
+	// reads it from the table with the DescribeTable of the global-table
+	// check; with GlobalTablesUnchecked it must be set. See KeySchema.
+	KeySchema KeySchema
+
 	// Logger receives the store's warnings (GlobalTablesWarnEventual).
 	// Nil means text lines on standard error, which Lambda sends to
 	// CloudWatch Logs.
@@ -128,6 +135,7 @@ type Store struct {
 	lean          bool
 	inlineBodies  bool
 	global        *globalCheck // New's global-table check, until it has an answer; nil after
+	schema        atomic.Int32 // the table's KeySchema; KeySchemaDetect until checked
 }
 
 var (
@@ -163,14 +171,21 @@ func New(client Client, opts Options) (*Store, error) {
 	if opts.Lean && (opts.Shards != 0 || opts.Index != "") {
 		return nil, fmt.Errorf("%w: Lean writes no in-flight index, so Shards and Index mean nothing: unset them, or Lean", ErrInvalidOptions)
 	}
+	switch opts.KeySchema {
+	case KeySchemaDetect, KeySchemaClassic:
+	case KeySchemaByRef:
+		if opts.SortKey.Name != "" {
+			return nil, fmt.Errorf("%w: SortKey %q is for classic tables: a table keyed by reference (KeySchemaByRef) has the sort key Attributes.PartitionKey; unset SortKey, or use KeySchemaClassic",
+				ErrInvalidOptions, opts.SortKey.Name)
+		}
+		if opts.RefIndex != "" {
+			return nil, fmt.Errorf("%w: RefIndex %q is for classic tables: FindRef queries a table keyed by reference (KeySchemaByRef) itself; unset RefIndex",
+				ErrInvalidOptions, opts.RefIndex)
+		}
+	default:
+		return nil, fmt.Errorf("%w: KeySchema %v is not one of the KeySchema constants", ErrInvalidOptions, opts.KeySchema)
+	}
 	if err := opts.LargeResults.check(); err != nil {
-		return nil, err
-	}
-	gc, err := newGlobalCheck(client, opts.Table, opts.GlobalTables, opts.Logger)
-	if err != nil {
-		return nil, err
-	}
-	if gc, err = gc.atNew(); err != nil {
 		return nil, err
 	}
 	s := &Store{
@@ -185,7 +200,13 @@ func New(client Client, opts Options) (*Store, error) {
 		large:         opts.LargeResults,
 		lean:          opts.Lean,
 		inlineBodies:  opts.InlineBodies,
-		global:        gc,
+	}
+	gc, err := newGlobalCheck(client, opts, s.attr, &s.schema)
+	if err != nil {
+		return nil, err
+	}
+	if s.global, err = gc.atNew(); err != nil {
+		return nil, err
 	}
 	if s.index == "" {
 		s.index = DefaultIndex
@@ -392,6 +413,9 @@ func (s *Store) claimItem(req dedupe.ClaimRequest) map[string]types.AttributeVal
 		item[a.InflightShard] = num(int64(s.Shard(req.Key)))
 	}
 	s.putProvenance(item, req.Key, req.RequestID, req.Trace)
+	if long := s.longKey(req.Key); long != "" {
+		item[a.LongKey] = str(long)
+	}
 	return item
 }
 
@@ -419,13 +443,24 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 		":ref":    str(dedupe.KeyRef(req.Key)),
 	}
 	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
-		"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref"
+		"#exp = :exp, #created = :nowms, #upd = :nowms"
+	if s.byRef() {
+		// ref is the partition key, set by the Key.
+		delete(names, "#ref")
+		delete(values, ":ref")
+	} else {
+		set += ", #ref = :ref"
+	}
 	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem"
 	if s.lean {
 		remove += ", #shard"
 	} else {
 		set += ", #shard = :shard"
 		values[":shard"] = num(int64(s.Shard(req.Key)))
+	}
+	if long := s.longKey(req.Key); long != "" {
+		set += ", #lk = :lk"
+		names["#lk"], values[":lk"] = a.LongKey, str(long)
 	}
 	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -534,6 +569,9 @@ func (s *Store) failed(ctx context.Context, key string, err error) (existing *de
 func (s *Store) Complete(ctx context.Context, req dedupe.CompleteRequest) error {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return fmt.Errorf("dynamostore: complete: %w", err)
+	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: complete %s: %w", dedupe.KeyRef(req.Key), err)
 	}
 	if req.OmitResult {
 		return s.update(ctx, req, encodedResult{status: req.Result.StatusCode, omitted: true})
@@ -652,6 +690,9 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	if err := dedupe.CheckStoreKey(key); err != nil {
 		return fmt.Errorf("dynamostore: release: %w", err)
 	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: release %s: %w", dedupe.KeyRef(key), err)
+	}
 	a := s.attr
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
@@ -686,6 +727,9 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 func (s *Store) Extend(ctx context.Context, req dedupe.ExtendRequest) error {
 	if err := dedupe.CheckStoreKey(req.Key); err != nil {
 		return fmt.Errorf("dynamostore: extend: %w", err)
+	}
+	if err := s.checked(ctx); err != nil {
+		return fmt.Errorf("dynamostore: extend %s: %w", dedupe.KeyRef(req.Key), err)
 	}
 	a := s.attr
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -767,15 +811,6 @@ func (s *Store) read(ctx context.Context, op, key string) (rec dedupe.Record, fo
 		return dedupe.Record{}, false, fmt.Errorf("dynamostore: %s %s: %w", op, dedupe.KeyRef(key), err)
 	}
 	return rec, true, nil
-}
-
-// key returns the primary key attributes of key.
-func (s *Store) key(key string) map[string]types.AttributeValue {
-	k := map[string]types.AttributeValue{s.attr.PartitionKey: str(key)}
-	if s.sortKey.Name != "" {
-		k[s.sortKey.Name] = str(s.sortKey.Value)
-	}
-	return k
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -35,9 +35,14 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
 
+// TestContract runs the suite on both key schemas: the template's table,
+// keyed by reference, and a classic one.
 func TestContract(t *testing.T) {
-	r := newRig(t)
-	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return r.store(t, dynamostore.Options{}) })
+	for name, r := range rigs(t) {
+		t.Run(name, func(t *testing.T) {
+			dedupetest.Run(t, func(t *testing.T) dedupe.Store { return r.store(t, dynamostore.Options{}) })
+		})
+	}
 }
 
 // TestContractSingleTable runs the suite on a table with a sort key and
@@ -78,12 +83,20 @@ func TestNew(t *testing.T) {
 		{"nil client", nil, dynamostore.Options{Table: "t"}, true},
 		{"negative shards", c, dynamostore.Options{Table: "t", Shards: -1}, true},
 		{"sort key without value", c, dynamostore.Options{Table: "t", SortKey: dynamostore.SortKey{Name: "sk"}}, true},
-		{"sort key", c, dynamostore.Options{Table: "t", SortKey: dynamostore.SortKey{Name: "sk", Value: "v"}}, false},
+		{"sort key", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaClassic, SortKey: dynamostore.SortKey{Name: "sk", Value: "v"}}, false},
+		{"sort key keyed by reference", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaByRef, SortKey: dynamostore.SortKey{Name: "sk", Value: "v"}}, true},
+		{"ref index keyed by reference", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaByRef, RefIndex: "ref"}, true},
+		{"ref index classic", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaClassic, RefIndex: "ref"}, false},
+		{"unchecked without a key schema", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaDetect}, true},
+		{"unknown key schema", c, dynamostore.Options{Table: "t", KeySchema: 7}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
 			opts.GlobalTables = dynamostore.GlobalTablesUnchecked // no server here
+			if opts.KeySchema == dynamostore.KeySchemaDetect && tt.name != "unchecked without a key schema" {
+				opts.KeySchema = dynamostore.KeySchemaByRef
+			}
 			_, err := dynamostore.New(tt.client, opts)
 			if got := err != nil; got != tt.wantErr {
 				t.Fatalf("New error = %v, want error %v", err, tt.wantErr)
@@ -103,6 +116,7 @@ func TestDefaultAttributesMatchSchema(t *testing.T) {
 		UpdatedAt: "updated_at", ResStatus: "res_status", ResHeaders: "res_headers",
 		ResBody: "res_body", ResEncoding: "res_encoding", ResOmitted: "res_omitted",
 		FirstToken: "first_token", ResObject: "res_object", ResItem: "res_item", InflightShard: "inflight_shard", Ref: "ref", RequestID: "request_id", Trace: "trace",
+		LongKey: "long_key",
 	}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -186,7 +200,8 @@ func TestCallsPerRequest(t *testing.T) {
 // dynalite.
 type allOldClient struct {
 	dynamostore.Client
-	raw *dynamodb.Client
+	raw   *dynamodb.Client
+	byRef bool // the table is keyed by reference
 }
 
 func (c allOldClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -194,6 +209,9 @@ func (c allOldClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o 
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && len(ccf.Item) == 0 && in.ReturnValuesOnConditionCheckFailure == types.ReturnValuesOnConditionCheckFailureAllOld {
 		key := map[string]types.AttributeValue{"pk": in.Item["pk"]}
+		if ref, ok := in.Item["ref"]; ok && c.byRef {
+			key["ref"] = ref
+		}
 		got, gerr := c.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: key, ConsistentRead: aws.Bool(true)})
 		if gerr != nil {
 			return nil, gerr
@@ -218,7 +236,7 @@ func (c allOldClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 
 func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	r := newRig(t)
-	s, err := dynamostore.New(allOldClient{Client: r.client, raw: dynamotest.Client(t)}, dynamostore.Options{Table: r.table})
+	s, err := dynamostore.New(allOldClient{Client: r.client, raw: dynamotest.Client(t), byRef: !r.classic}, dynamostore.Options{Table: r.table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +470,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := dynamostore.New(tt.client, dynamostore.Options{Table: r.table, GlobalTables: dynamostore.GlobalTablesUnchecked})
+			s, err := dynamostore.New(tt.client, dynamostore.Options{Table: r.table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -554,8 +572,9 @@ func TestDefaultsMatchTemplate(t *testing.T) {
 		t.Fatal("no IdempotencyTable in the template")
 	}
 	in, a := tables[i].Input, dynamostore.DefaultAttributes()
-	if got := aws.ToString(in.KeySchema[0].AttributeName); len(in.KeySchema) != 1 || got != a.PartitionKey {
-		t.Errorf("key schema = %v, want partition key %q only", in.KeySchema, a.PartitionKey)
+	if len(in.KeySchema) != 2 || aws.ToString(in.KeySchema[0].AttributeName) != a.Ref || in.KeySchema[0].KeyType != types.KeyTypeHash ||
+		aws.ToString(in.KeySchema[1].AttributeName) != a.PartitionKey || in.KeySchema[1].KeyType != types.KeyTypeRange {
+		t.Errorf("key schema = %v, want partition key %q and sort key %q (keyed by reference)", in.KeySchema, a.Ref, a.PartitionKey)
 	}
 	if tables[i].TTLAttribute != a.ExpiresAt {
 		t.Errorf("TTL attribute = %q, want %q", tables[i].TTLAttribute, a.ExpiresAt)

@@ -26,16 +26,52 @@ var _ TableClient = (*dynamodb.Client)(nil)
 const createWait = 5 * time.Minute
 
 // TableInput returns the CreateTable input of an idempotency table named
-// name with the default attribute names (DefaultAttributes): partition key
-// pk (S), on-demand billing, and the sparse in-flight index DefaultIndex
-// (partition inflight_shard N, sort lease_expires_at N, projecting owner,
-// status and created_at), and the KEYS_ONLY index DefaultRefIndex on ref
-// (S) through which FindRef finds a record from its KeyRef. The in-flight
-// index is needed only by Reap and InFlight, the ref index only by
-// FindRef: a table for a function that never uses them may drop them
-// (and the attribute definitions only they use). TTL is a separate call: enable it
-// on expires_at. It is the schema of template.yaml's IdempotencyTable.
+// name, keyed by reference (KeySchemaByRef), with the default attribute
+// names (DefaultAttributes): partition key ref (S, dedupe.KeyRef of the
+// stored key), sort key pk (S, the stored key), on-demand billing, and the
+// sparse in-flight index DefaultIndex (partition inflight_shard N, sort
+// lease_expires_at N, projecting owner, status and created_at). FindRef
+// queries the table itself. The in-flight index is needed only by Reap
+// and InFlight: a table for a function that never uses them may drop it
+// (and the attribute definitions only it uses). TTL is a separate call:
+// enable it on expires_at. It is the schema of template.yaml's
+// IdempotencyTable (with IdempotencyTableKeySchema ref, its default).
 func TableInput(name string) *dynamodb.CreateTableInput {
+	a := DefaultAttributes()
+	in := tableInput(name)
+	in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(a.Ref), AttributeType: types.ScalarAttributeTypeS})
+	in.KeySchema = []types.KeySchemaElement{
+		{AttributeName: aws.String(a.Ref), KeyType: types.KeyTypeHash},
+		{AttributeName: aws.String(a.PartitionKey), KeyType: types.KeyTypeRange},
+	}
+	return in
+}
+
+// ClassicTableInput returns the CreateTable input of a classic idempotency
+// table (KeySchemaClassic), the schema of versions before v0.2.0: as
+// TableInput, but with the partition key pk (S) alone and, for FindRef,
+// the KEYS_ONLY index DefaultRefIndex on ref (S), which costs one write
+// unit per fresh request more. It is template.yaml's IdempotencyTable with
+// IdempotencyTableKeySchema classic, which a stack created before v0.2.0
+// keeps.
+func ClassicTableInput(name string) *dynamodb.CreateTableInput {
+	a := DefaultAttributes()
+	in := tableInput(name)
+	in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(a.Ref), AttributeType: types.ScalarAttributeTypeS})
+	in.KeySchema = []types.KeySchemaElement{{AttributeName: aws.String(a.PartitionKey), KeyType: types.KeyTypeHash}}
+	in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+		IndexName: aws.String(DefaultRefIndex),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(a.Ref), KeyType: types.KeyTypeHash},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+	})
+	return in
+}
+
+// tableInput returns what TableInput and ClassicTableInput share: the
+// table without its key schema, with the in-flight index.
+func tableInput(name string) *dynamodb.CreateTableInput {
 	a := DefaultAttributes()
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -44,10 +80,6 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(a.PartitionKey), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(a.InflightShard), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(a.LeaseExpiresAt), AttributeType: types.ScalarAttributeTypeN},
-			{AttributeName: aws.String(a.Ref), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(a.PartitionKey), KeyType: types.KeyTypeHash},
 		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(DefaultIndex),
@@ -59,12 +91,6 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: []string{a.Owner, a.Status, a.CreatedAt},
 			},
-		}, {
-			IndexName: aws.String(DefaultRefIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(a.Ref), KeyType: types.KeyTypeHash},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
 }

@@ -81,7 +81,7 @@ func TestPermissions(t *testing.T) {
 	}
 	check, _ := r.split(rec.Calls())
 	rec.Reset()
-	if _, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked}); err != nil {
+	if _, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef}); err != nil {
 		t.Fatal(err)
 	}
 	if calls := rec.Calls(); len(calls) != 0 {
@@ -92,7 +92,7 @@ func TestPermissions(t *testing.T) {
 
 	// The reaper: Store.Reap retiring a stranded record.
 	rec.Reset()
-	store, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked})
+	store, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func operatorParts(t *testing.T, rec *awscalls.Recorder, client dynamostore.Clie
 	endpoint := rec.Proxy(t, dynalite.Endpoint(t))
 
 	// The records: one completed, one stranded in flight.
-	store, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked})
+	store, err := dynamostore.New(client, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 	if err != nil {
 		t.Fatal(err)
 	}
