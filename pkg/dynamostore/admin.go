@@ -27,7 +27,7 @@ type Deleter interface {
 // alone, since its keys do not change).
 func (s *Store) putProvenance(item map[string]types.AttributeValue, key, requestID, trace string) {
 	a := s.attr
-	item[a.Ref] = str(dedupe.KeyRef(key))
+	item[a.Ref] = str(s.ref(key))
 	if requestID != "" {
 		item[a.RequestID] = str(requestID)
 	}

@@ -199,7 +199,7 @@ func createClassicTable(t testing.TB, c *dynamodb.Client, name string) {
 // with the default attribute names.
 func (r *rig) key(key string) map[string]types.AttributeValue {
 	if r.classic {
-		return r.key(key)
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}
 	}
 	return map[string]types.AttributeValue{
 		"ref": &types.AttributeValueMemberS{Value: dedupe.KeyRef(key)},

@@ -109,6 +109,15 @@ func sortKeyValue(key string) string {
 // calls made after checked returned nil may ask.
 func (s *Store) byRef() bool { return KeySchema(s.schema.Load()) == KeySchemaByRef }
 
+// ref returns the reference stored with key: dedupe.KeyRef(key), unless
+// a test forces references to collide (refOf).
+func (s *Store) ref(key string) string {
+	if s.refOf != nil {
+		return s.refOf(key)
+	}
+	return dedupe.KeyRef(key)
+}
+
 // key returns the primary key attributes of key. Every call of the store
 // runs checked first, so the schema is known here; were it not, the key
 // would hold no attribute, which DynamoDB refuses (ValidationException)
@@ -116,7 +125,7 @@ func (s *Store) byRef() bool { return KeySchema(s.schema.Load()) == KeySchemaByR
 func (s *Store) key(key string) map[string]types.AttributeValue {
 	switch KeySchema(s.schema.Load()) {
 	case KeySchemaByRef:
-		return map[string]types.AttributeValue{s.attr.Ref: str(dedupe.KeyRef(key)), s.attr.PartitionKey: str(sortKeyValue(key))}
+		return map[string]types.AttributeValue{s.attr.Ref: str(s.ref(key)), s.attr.PartitionKey: str(sortKeyValue(key))}
 	case KeySchemaClassic:
 		k := map[string]types.AttributeValue{s.attr.PartitionKey: str(key)}
 		if s.sortKey.Name != "" {
@@ -219,3 +228,8 @@ func judgeKeySchema(table string, elems []types.KeySchemaElement, a Attributes, 
 	}
 	return got, nil
 }
+
+// KeySchema returns the key schema of the store's table: KeySchemaByRef
+// or KeySchemaClassic, or KeySchemaDetect while New's DescribeTable has
+// not answered yet (see KeySchemaDetect).
+func (s *Store) KeySchema() KeySchema { return KeySchema(s.schema.Load()) }

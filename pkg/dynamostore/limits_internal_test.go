@@ -23,3 +23,7 @@ func TestHeadersEncodeLikeHeaderenc(t *testing.T) {
 
 // SortKeyValue exports sortKeyValue to the external tests.
 var SortKeyValue = sortKeyValue
+
+// SetRefOf makes s store refOf(key) as the reference of key, so that a
+// test can make two keys share one.
+func SetRefOf(s *Store, refOf func(string) string) { s.refOf = refOf }

@@ -134,8 +134,9 @@ type Store struct {
 	large         LargeResults
 	lean          bool
 	inlineBodies  bool
-	global        *globalCheck // New's global-table check, until it has an answer; nil after
-	schema        atomic.Int32 // the table's KeySchema; KeySchemaDetect until checked
+	global        *globalCheck        // New's global-table check, until it has an answer; nil after
+	schema        atomic.Int32        // the table's KeySchema; KeySchemaDetect until checked
+	refOf         func(string) string // tests only: forces references to collide; nil means dedupe.KeyRef
 }
 
 var (
@@ -440,7 +441,7 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 		":exp":    num(req.ExpiresAt.Unix()),
 		":nowms":  num(req.Now.UnixMilli()),
 		":now":    num(req.Now.Unix()),
-		":ref":    str(dedupe.KeyRef(req.Key)),
+		":ref":    str(s.ref(req.Key)),
 	}
 	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
 		"#exp = :exp, #created = :nowms, #upd = :nowms"

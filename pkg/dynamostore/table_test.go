@@ -15,13 +15,28 @@ import (
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
-// TableInput must stay the schema the template deploys.
+// TableInput must stay the schema the template deploys by default, and
+// ClassicTableInput the one it deploys with IdempotencyTableKeySchema
+// classic.
 func TestTableInputMatchesTemplate(t *testing.T) {
+	for _, tt := range []struct {
+		schema string // the template parameter; "" its default
+		input  *dynamodb.CreateTableInput
+	}{{"", dynamostore.TableInput("t")}, {"ref", dynamostore.TableInput("t")}, {"classic", dynamostore.ClassicTableInput("t")}} {
+		t.Run("schema "+tt.schema, func(t *testing.T) { templateTable(t, tt.schema, tt.input) })
+	}
+}
+
+func templateTable(t *testing.T, schema string, want *dynamodb.CreateTableInput) {
 	path, err := infra.FindTemplate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": "t"}})
+	opts := &infra.Options{Names: map[string]string{"IdempotencyTable": "t"}}
+	if schema != "" {
+		opts.Parameters = map[string]string{"IdempotencyTableKeySchema": schema}
+	}
+	tpl, err := infra.LoadWithOptions(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +48,8 @@ func TestTableInputMatchesTemplate(t *testing.T) {
 		if tb.LogicalID != "IdempotencyTable" {
 			continue
 		}
-		got := dynamostore.TableInput("t")
-		if !reflect.DeepEqual(got, tb.Input) {
-			t.Errorf("TableInput = %+v, want the template's %+v", got, tb.Input)
+		if !reflect.DeepEqual(want, tb.Input) {
+			t.Errorf("TableInput = %+v, want the template's %+v", want, tb.Input)
 		}
 		if tb.TTLAttribute != dynamostore.DefaultAttributes().ExpiresAt {
 			t.Errorf("template TTL on %q, want %q", tb.TTLAttribute, dynamostore.DefaultAttributes().ExpiresAt)
