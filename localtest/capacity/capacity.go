@@ -54,16 +54,25 @@ type Schema struct {
 	Indexes []Index
 }
 
-// DefaultSchema is template.yaml's idempotency table: key pk, index
-// inflight (inflight_shard, lease_expires_at; projecting owner, status,
-// created_at), and index ref (ref, KEYS_ONLY).
+// DefaultSchema is template.yaml's idempotency table, keyed by reference
+// (dynamostore.TableInput): key ref and pk, index inflight
+// (inflight_shard, lease_expires_at; projecting owner, status,
+// created_at).
 func DefaultSchema() Schema {
-	return Schema{Keys: []string{"pk"}, Indexes: []Index{{
-		PartitionKey: "inflight_shard", SortKey: "lease_expires_at",
-		Projected: []string{"owner", "status", "created_at"},
-	}, {
+	return Schema{Keys: []string{"ref", "pk"}, Indexes: []Index{inflightIndex()}}
+}
+
+// ClassicSchema is the classic idempotency table
+// (dynamostore.ClassicTableInput): key pk, index inflight, and index ref
+// (ref, KEYS_ONLY).
+func ClassicSchema() Schema {
+	return Schema{Keys: []string{"pk"}, Indexes: []Index{inflightIndex(), {
 		PartitionKey: "ref", // KEYS_ONLY
 	}}}
+}
+
+func inflightIndex() Index {
+	return Index{PartitionKey: "inflight_shard", SortKey: "lease_expires_at", Projected: []string{"owner", "status", "created_at"}}
 }
 
 // Meter is a dynamostore.Client that passes every call to the client it

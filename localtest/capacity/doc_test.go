@@ -17,13 +17,13 @@ import (
 func TestDocTables(t *testing.T) {
 	client := dynamotest.Client(t)
 	table := dynamotest.IdempotencyTable(t, client)
-	rows, err := capacity.Measure(t.Context(), client, table, true)
+	rows, err := capacity.Measure(t.Context(), client, table, dynamotest.ClassicIdempotencyTable(t, client), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ page, table string }{
 		{"../../README.md", unitsTable(rows, []string{capacity.ModeLean, capacity.ModeDefault, capacity.ModePowertools}, true)},
-		{"../../docs/cost.md", unitsTable(rows, []string{capacity.ModeDefault, capacity.ModeLean, capacity.ModePowertools}, false)},
+		{"../../docs/cost.md", unitsTable(rows, capacity.Modes, false)},
 		{"../../docs/cost.md", pricesTable(rows)},
 	} {
 		page, err := os.ReadFile(tt.page)
@@ -53,7 +53,8 @@ func cell(r capacity.Row, calls bool) string {
 }
 
 // name is how the tables name a mode.
-var name = map[string]string{capacity.ModeDefault: "dedupe", capacity.ModeLean: "dedupe `Lean`", capacity.ModePowertools: "Powertools"}
+var name = map[string]string{capacity.ModeDefault: "dedupe", capacity.ModeLean: "dedupe `Lean`",
+	capacity.ModeClassicDefault: "dedupe, classic schema", capacity.ModeClassicLean: "dedupe `Lean`, classic schema", capacity.ModePowertools: "Powertools"}
 
 // unitsTable is the table of write units (and read units) per scenario,
 // mode and size; short leaves out the failure scenario and the calls.
@@ -93,7 +94,7 @@ func pricesTable(rows []capacity.Row) string {
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(capacity.Sizes)) + "\n")
 	for _, sc := range []string{capacity.ScenarioFresh, capacity.ScenarioReplay, capacity.ScenarioFailure, capacity.ScenarioRetry} {
-		for _, mode := range []string{capacity.ModeDefault, capacity.ModeLean, capacity.ModePowertools} {
+		for _, mode := range capacity.Modes {
 			fmt.Fprintf(&b, "| %s, %s |", sc, name[mode])
 			for _, size := range capacity.Sizes {
 				for _, r := range rows {

@@ -17,7 +17,7 @@ import (
 func TestMeasure(t *testing.T) {
 	client := dynamotest.Client(t)
 	table := dynamotest.IdempotencyTable(t, client)
-	rows, err := capacity.Measure(t.Context(), client, table, true)
+	rows, err := capacity.Measure(t.Context(), client, table, dynamotest.ClassicIdempotencyTable(t, client), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func TestMeasure(t *testing.T) {
 // item (ALL_OLD) at no read.
 func TestFailedWrite(t *testing.T) {
 	client := dynamotest.Client(t)
-	table := dynamotest.IdempotencyTable(t, client)
-	m := capacity.New(client, capacity.DefaultSchema(), true)
+	table := dynamotest.ClassicIdempotencyTable(t, client)
+	m := capacity.New(client, capacity.ClassicSchema(), true)
 	ctx := t.Context()
 	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}
 	if _, err := m.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: key}); err != nil {

@@ -19,13 +19,19 @@ import (
 // 100 KB.
 var Sizes = []int{300, 4 << 10, 10 << 10, 100 << 10}
 
-// The modes Measure reports: the store's two, and Powertools' idempotency
-// utility as modelled by Powertools.
+// The modes Measure reports: the store's two on a table keyed by
+// reference (the default schema), the same two on a classic table, and
+// Powertools' idempotency utility as modelled by Powertools.
 const (
-	ModeDefault    = "default"
-	ModeLean       = "lean"
-	ModePowertools = "powertools"
+	ModeDefault        = "default"
+	ModeLean           = "lean"
+	ModeClassicDefault = "classic"
+	ModeClassicLean    = "classic-lean"
+	ModePowertools     = "powertools"
 )
+
+// Modes are the modes Measure reports, in order.
+var Modes = []string{ModeDefault, ModeLean, ModeClassicDefault, ModeClassicLean, ModePowertools}
 
 // The scenarios Measure reports, for one request each.
 const (
@@ -80,23 +86,30 @@ func Body(n int) []byte {
 }
 
 // Measure runs each scenario once per mode and size through a Meter over
-// c on table (the idempotency table of template.yaml, DefaultSchema), and
-// returns the units and calls of each. The store's modes run through
-// dedupe.Guard over dynamostore; Powertools' is the calls its idempotency
-// utility makes (Powertools). With allOld, a failed conditional write
-// that asks for the existing item gets it even from a server that
-// ignores the request (dynalite), as on DynamoDB.
-func Measure(ctx context.Context, c dynamostore.Client, table string, allOld bool) ([]Row, error) {
+// c, and returns the units and calls of each: the default modes on table
+// (the idempotency table of template.yaml, keyed by reference,
+// DefaultSchema), the classic ones and Powertools' on classic (a classic
+// table, ClassicSchema, whose partition key pk is Powertools' too). The
+// store's modes run through dedupe.Guard over dynamostore; Powertools' is
+// the calls its idempotency utility makes (Powertools). With allOld, a
+// failed conditional write that asks for the existing item gets it even
+// from a server that ignores the request (dynalite), as on DynamoDB.
+func Measure(ctx context.Context, c dynamostore.Client, table, classic string, allOld bool) ([]Row, error) {
 	var rows []Row
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, mode := range []string{ModeDefault, ModeLean, ModePowertools} {
-		m := New(c, DefaultSchema(), allOld)
+	for _, mode := range Modes {
+		schema, on, keySchema := DefaultSchema(), table, dynamostore.KeySchemaByRef
+		if mode == ModeClassicDefault || mode == ModeClassicLean || mode == ModePowertools {
+			schema, on, keySchema = ClassicSchema(), classic, dynamostore.KeySchemaClassic
+		}
+		m := New(c, schema, allOld)
 		var do func(key string, body []byte, fail bool) error
 		if mode == ModePowertools {
-			p := Powertools{Client: m, Table: table, Function: "payments-api-ApiFunction-4Xmpl3Fn"}
+			p := Powertools{Client: m, Table: on, Function: "payments-api-ApiFunction-4Xmpl3Fn"}
 			do = func(key string, body []byte, fail bool) error { return p.Run(ctx, key, body, fail) }
 		} else {
-			s, err := dynamostore.New(m, dynamostore.Options{Table: table, Lean: mode == ModeLean, GlobalTables: dynamostore.GlobalTablesUnchecked})
+			s, err := dynamostore.New(m, dynamostore.Options{Table: on, Lean: mode == ModeLean || mode == ModeClassicLean,
+				GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: keySchema})
 			if err != nil {
 				return nil, err
 			}
@@ -141,9 +154,9 @@ var errHandler = errors.New("capacity: the handler failed")
 // Print writes rows as a table: per mode and size, each scenario's write
 // units (table + index), read units and calls.
 func Print(w io.Writer, rows []Row) {
-	fmt.Fprintf(w, "  %-10s %-8s %-8s %7s %7s %7s %6s\n", "mode", "size", "scenario", "write", "index", "read", "calls")
+	fmt.Fprintf(w, "  %-12s %-8s %-8s %7s %7s %7s %6s\n", "mode", "size", "scenario", "write", "index", "read", "calls")
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %-10s %-8s %-8s %7g %7g %7g %6d\n", r.Mode, SizeName(r.Size), r.Scenario, r.Units.Write, r.Units.IndexWrite, r.Units.Read, r.Calls)
+		fmt.Fprintf(w, "  %-12s %-8s %-8s %7g %7g %7g %6d\n", r.Mode, SizeName(r.Size), r.Scenario, r.Units.Write, r.Units.IndexWrite, r.Units.Read, r.Calls)
 	}
 }
 

@@ -155,6 +155,19 @@ func IdempotencyTable(t testing.TB, c *dynamodb.Client) string {
 	return name
 }
 
+// ClassicIdempotencyTable is IdempotencyTable with the classic key schema
+// (dynamostore.ClassicTableInput: partition key pk alone, and the ref
+// index), which tables created before v0.2.0 keep.
+func ClassicIdempotencyTable(t testing.TB, c *dynamodb.Client) string {
+	t.Helper()
+	name := UniqueName(IdempotencyTableID + "-classic")
+	if !create(t, c, []infra.Table{{LogicalID: IdempotencyTableID, Input: dynamostore.ClassicTableInput(name),
+		TTLAttribute: dynamostore.DefaultAttributes().ExpiresAt}}) {
+		return ""
+	}
+	return name
+}
+
 // builtinTables returns the built-in tables for logicalIDs, or nil when
 // one of them is not built in.
 func builtinTables(names map[string]string, logicalIDs []string) []infra.Table {

@@ -74,7 +74,7 @@ func TestCreateTablesFails(t *testing.T) {
 // them, and checks that they are gone (or going) once the subtest is over.
 func TestCreateTables(t *testing.T) {
 	client := dynamotest.Client(t)
-	wantKey := map[string]string{"IdempotencyTable": "pk", "PaymentsTable": "id"}
+	wantKey := map[string]string{"IdempotencyTable": "ref", "PaymentsTable": "id"}
 	var names map[string]string
 	t.Run("create", func(t *testing.T) {
 		names = dynamotest.CreateTables(t, client, "IdempotencyTable", "PaymentsTable")
@@ -117,8 +117,8 @@ func TestIdempotencyTableWithoutTemplate(t *testing.T) {
 	t.Chdir(t.TempDir())
 	name := dynamotest.IdempotencyTable(t, client)
 	out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if err != nil || len(out.Table.GlobalSecondaryIndexes) != 2 {
-		t.Fatalf("DescribeTable(%s) = %v; want the table with its in-flight and ref indexes", name, err)
+	if err != nil || len(out.Table.GlobalSecondaryIndexes) != 1 || aws.ToString(out.Table.KeySchema[0].AttributeName) != "ref" {
+		t.Fatalf("DescribeTable(%s) = %v; want the table keyed by reference, with its in-flight index", name, err)
 	}
 	f := &fakeTB{TB: t}
 	dynamotest.CreateTables(f, client, "PaymentsTable")
@@ -170,8 +170,8 @@ Resources:
 			if err != nil {
 				t.Fatalf("DescribeTable(%q): %v", table, err)
 			}
-			if got := aws.ToString(out.Table.KeySchema[0].AttributeName); got != "pk" || len(out.Table.GlobalSecondaryIndexes) != 2 {
-				t.Errorf("table %s: key %q and %d indexes; want pk, with the inflight and ref indexes", table, got, len(out.Table.GlobalSecondaryIndexes))
+			if got := aws.ToString(out.Table.KeySchema[0].AttributeName); got != "ref" || len(out.Table.GlobalSecondaryIndexes) != 1 {
+				t.Errorf("table %s: key %q and %d indexes; want ref (keyed by reference), with the inflight index", table, got, len(out.Table.GlobalSecondaryIndexes))
 			}
 		})
 	}

@@ -38,8 +38,8 @@ type CheckCost struct {
 
 // capacityUnits measures every scenario, mode and size once: the units
 // are computed from the items, so one run is the figure.
-func capacityUnits(ctx context.Context, c *dynamodb.Client, table string) ([]Capacity, error) {
-	rows, err := capacity.Measure(ctx, c, table, true)
+func capacityUnits(ctx context.Context, c *dynamodb.Client, table, classic string) ([]Capacity, error) {
+	rows, err := capacity.Measure(ctx, c, table, classic, true)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,11 @@ func checkCost(c *dynamodb.Client, table string) (CheckCost, error) {
 		lat := make([]time.Duration, n)
 		for i := range lat {
 			start := time.Now()
-			if _, err := dynamostore.New(c, dynamostore.Options{Table: table, GlobalTables: mode}); err != nil {
+			opts := dynamostore.Options{Table: table, GlobalTables: mode}
+			if mode == dynamostore.GlobalTablesUnchecked {
+				opts.KeySchema = dynamostore.KeySchemaByRef
+			}
+			if _, err := dynamostore.New(c, opts); err != nil {
 				return 0, err
 			}
 			lat[i] = time.Since(start)

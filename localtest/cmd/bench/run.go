@@ -122,7 +122,7 @@ func run(ctx context.Context, outDir string, sc scale, w io.Writer) error {
 	}
 	calls := &counter{}
 	client := newClient(endpoint, calls)
-	table, err := createTable(ctx, client)
+	table, err := createTable(ctx, client, "ref")
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,11 @@ func run(ctx context.Context, outDir string, sc scale, w io.Writer) error {
 	if rep.Waits, err = waits(ctx, client, table, sc); err != nil {
 		return err
 	}
-	if rep.Capacity, err = capacityUnits(ctx, client, table); err != nil {
+	classic, err := createTable(ctx, client, "classic")
+	if err != nil {
+		return err
+	}
+	if rep.Capacity, err = capacityUnits(ctx, client, table, classic); err != nil {
 		return fmt.Errorf("capacity units: %w", err)
 	}
 	if rep.Check, err = checkCost(client, table); err != nil {
@@ -184,14 +188,16 @@ func newClient(endpoint string, calls *counter) *dynamodb.Client {
 	}, calls.option)
 }
 
-// createTable creates template.yaml's IdempotencyTable under a fresh name.
-func createTable(ctx context.Context, c *dynamodb.Client) (string, error) {
+// createTable creates template.yaml's IdempotencyTable under a fresh name,
+// with its IdempotencyTableKeySchema set to schema (ref or classic).
+func createTable(ctx context.Context, c *dynamodb.Client, schema string) (string, error) {
 	path, err := infra.FindTemplate()
 	if err != nil {
 		return "", err
 	}
-	name := "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name}})
+	name := "bench-" + schema + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tpl, err := infra.LoadWithOptions(path, &infra.Options{Names: map[string]string{"IdempotencyTable": name},
+		Parameters: map[string]string{"IdempotencyTableKeySchema": schema}})
 	if err != nil {
 		return "", err
 	}
@@ -493,7 +499,7 @@ func motoReplay(ctx context.Context) string {
 	defer srv.Stop()
 	calls := &counter{}
 	c := newClient(srv.Endpoint(), calls)
-	table, err := createTable(ctx, c)
+	table, err := createTable(ctx, c, "ref")
 	if err != nil {
 		return "moto: " + err.Error()
 	}

@@ -164,7 +164,8 @@ func TestBodyItemResponse(t *testing.T) {
 		t.Fatalf("show --body: exit %d, %d bytes (%s); want the body, %d bytes", code, len(out), errOut, len(body))
 	}
 	if _, err := b.dynamo.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(b.table),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamostore.BodyItemKey(key, "tok")}}}); err != nil {
+		Key: map[string]types.AttributeValue{"ref": &types.AttributeValueMemberS{Value: dedupe.KeyRef(dynamostore.BodyItemKey(key, "tok"))},
+			"pk": &types.AttributeValueMemberS{Value: dynamostore.BodyItemKey(key, "tok")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errOut := run(t, "", append([]string{"show", ref}, b.flags...)...); code != cli.ExitOK || !strings.Contains(out, "200") {

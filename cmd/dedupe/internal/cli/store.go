@@ -53,6 +53,7 @@ type storeFlags struct {
 	table, endpoint, region string
 	s3Endpoint              string
 	shards                  int
+	keySchema               string
 	redisURL, redisPrefix   string
 	pgURL, pgTable          string
 }
@@ -64,6 +65,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.region, "region", "", "AWS region (default from the AWS configuration)")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, path-style, for moto (default $AWS_ENDPOINT_URL_S3, else AWS): where show --body reads a response kept in S3")
 	fs.IntVar(&s.shards, "shards", 0, "in-flight shards of the DynamoDB store (default $DEDUPE_SHARDS, else 8): as the functions use")
+	fs.StringVar(&s.keySchema, "key-schema", "", "key schema of the DynamoDB table, ref (keyed by reference, tables since v0.2.0) or classic (default $DEDUPE_KEY_SCHEMA, else ref)")
 	fs.StringVar(&s.redisURL, "redis", "", "Redis or Valkey URL (default $REDIS_URL when DEDUPE_STORE=redis); a Cluster's from any node, or with addr= parameters")
 	fs.StringVar(&s.redisPrefix, "redis-prefix", "dedupe:", "Redis key prefix of the store (redisstore.Options.Prefix)")
 	fs.StringVar(&s.pgURL, "postgres", "", "PostgreSQL URL (default $DATABASE_URL when DEDUPE_STORE=postgres)")
@@ -143,7 +145,23 @@ func (s *storeFlags) open(ctx context.Context, env *Env) (*opened, error) {
 	// consistency with a DescribeTable at their cold start; the
 	// command's writes are fenced conditional writes like theirs, and
 	// its policy (IdempotencyOperatorPolicy) grants no DescribeTable.
-	base := dynamostore.Options{Table: s.table, Shards: shards, GlobalTables: dynamostore.GlobalTablesUnchecked}
+	// Nor does it read the key schema: --key-schema names it. On the
+	// wrong one DynamoDB refuses every call (ValidationException: the
+	// provided key element does not match the schema), touching nothing.
+	schema := s.keySchema
+	if schema == "" {
+		schema = env.Getenv("DEDUPE_KEY_SCHEMA")
+	}
+	var keySchema dynamostore.KeySchema
+	switch schema {
+	case "", "ref":
+		keySchema = dynamostore.KeySchemaByRef
+	case "classic":
+		keySchema = dynamostore.KeySchemaClassic
+	default:
+		return nil, fail(ExitUsage, "--key-schema (or $DEDUPE_KEY_SCHEMA) %q: want ref or classic (template.yaml's IdempotencyTableKeySchema)", schema)
+	}
+	base := dynamostore.Options{Table: s.table, Shards: shards, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: keySchema}
 	ds, err := dynamostore.New(client, base)
 	if err != nil {
 		return nil, fail(ExitUsage, "%w", err)
