@@ -44,7 +44,7 @@ func ExampleTables() {
 			aws.ToString(in.KeySchema[0].AttributeName), len(in.GlobalSecondaryIndexes), t.TTLAttribute)
 	}
 	// Output:
-	// IdempotencyTable: local-idem key pk, 2 index(es), TTL "expires_at"
+	// IdempotencyTable: local-idem key ref, 1 index(es), TTL "expires_at"
 	// PaymentsTable: PaymentsTable key id, 0 index(es), TTL ""
 }
 

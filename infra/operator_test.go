@@ -36,12 +36,15 @@ func TestTemplateOperatorPolicy(t *testing.T) {
 	// function writes them.
 	const largeObjects = "${LargeResponseBucket.Arn}/" + dynamostore.DefaultObjectPrefix + "*"
 	tests := []struct {
-		name   string
-		params map[string]string
-		table  string
+		name    string
+		params  map[string]string
+		table   string
+		classic bool // IdempotencyTableKeySchema classic: FindRef queries the ref index
 	}{
-		{"created table", nil, "${IdempotencyTable.Arn}"},
-		{"existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, existingArn},
+		{"created table", nil, "${IdempotencyTable.Arn}", false},
+		{"existing table", map[string]string{"ExistingIdempotencyTableName": existingTable}, existingArn, false},
+		{"created classic table", map[string]string{"IdempotencyTableKeySchema": "classic"}, "${IdempotencyTable.Arn}", true},
+		{"existing classic table", map[string]string{"ExistingIdempotencyTableName": existingTable, "IdempotencyTableKeySchema": "classic"}, existingArn, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,19 +82,23 @@ func TestTemplateOperatorPolicy(t *testing.T) {
 				sort.Strings(got[r])
 			}
 			want := map[string][]string{
-				tt.table:                     {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:UpdateItem"},
-				tt.table + "/index/ref":      {"dynamodb:Query"},
+				tt.table:                     {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 				tt.table + "/index/inflight": {"dynamodb:Query"},
 				largeObjects:                 {"s3:GetObject"},
+			}
+			if tt.classic {
+				want[tt.table] = []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+				want[tt.table+"/index/ref"] = []string{"dynamodb:Query"}
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("operator permissions:\ngot  %v\nwant %v", got, want)
 			}
 		})
 	}
-	// The ref index the command's show queries is the store's default,
-	// keyed on the store's ref attribute, and projects keys only.
-	tpl := load(t, nil)
+	// The ref index the command's show queries on a classic table is the
+	// store's default, keyed on the store's ref attribute, and projects
+	// keys only.
+	tpl := load(t, &infra.Options{Parameters: map[string]string{"IdempotencyTableKeySchema": "classic"}})
 	tbl, err := tpl.GetDynamoDBTableWithName("IdempotencyTable")
 	if err != nil {
 		t.Fatal(err)

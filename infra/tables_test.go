@@ -41,7 +41,8 @@ func TestTablesFromTemplate(t *testing.T) {
 					{AttributeName: aws.String("ref"), AttributeType: types.ScalarAttributeTypeS},
 				},
 				KeySchema: []types.KeySchemaElement{
-					{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String("ref"), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String("pk"), KeyType: types.KeyTypeRange},
 				},
 				GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 					IndexName: aws.String("inflight"),
@@ -53,12 +54,6 @@ func TestTablesFromTemplate(t *testing.T) {
 						ProjectionType:   types.ProjectionTypeInclude,
 						NonKeyAttributes: []string{"owner", "status", "created_at"},
 					},
-				}, {
-					IndexName: aws.String("ref"),
-					KeySchema: []types.KeySchemaElement{
-						{AttributeName: aws.String("ref"), KeyType: types.KeyTypeHash},
-					},
-					Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 				}},
 			},
 		},

@@ -284,10 +284,10 @@ func TestTemplateIdempotencyTable(t *testing.T) {
 	for _, a := range tbl.AttributeDefinitions {
 		attrs[a.AttributeName] = a.AttributeType
 	}
-	// inflight (the reaper's) and ref (the dedupe command's, checked in
-	// operator_test.go).
-	if len(tbl.GlobalSecondaryIndexes) != 2 {
-		t.Fatalf("global secondary indexes: got %d, want 2", len(tbl.GlobalSecondaryIndexes))
+	// inflight (the reaper's); keyed by reference, the table needs no ref
+	// index (a classic one's is checked in operator_test.go).
+	if len(tbl.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("global secondary indexes: got %d, want 1", len(tbl.GlobalSecondaryIndexes))
 	}
 	gsi := tbl.GlobalSecondaryIndexes[0]
 
@@ -299,7 +299,7 @@ func TestTemplateIdempotencyTable(t *testing.T) {
 		{"created by default", tpl.Creates("IdempotencyTable"), true},
 		{"billing", deref(tbl.BillingMode), "PAY_PER_REQUEST"},
 		{"attribute definitions", attrs, map[string]string{"pk": "S", "inflight_shard": "N", "lease_expires_at": "N", "ref": "S"}},
-		{"key schema", keySchema(tbl.KeySchema), []string{"pk HASH"}},
+		{"key schema", keySchema(tbl.KeySchema), []string{"ref HASH", "pk RANGE"}},
 		{"ttl attribute", deref(tbl.TimeToLiveSpecification.AttributeName), "expires_at"},
 		{"ttl enabled", tbl.TimeToLiveSpecification.Enabled, true},
 		{"index name", gsi.IndexName, "inflight"},

@@ -19,7 +19,8 @@ E9102  a guarded function's role allows what the guard calls; a reaper's
 E9103  a guarded function is not behind a Function URL with AuthType NONE
 E9104  a guarded function's (or reaper's) role allows DescribeTable, which
        dynamostore.New calls unless GlobalTables is GlobalTablesUnchecked
-W9105  an idempotency table has the ref index (dedupe show key:...)
+W9105  an idempotency table is keyed by reference (HASH ref, RANGE pk) or
+       has the ref index (dedupe show key:...)
 E9106  a function with LARGE_RESPONSE_BUCKET may write and read the objects
 W9107  a role allows no more on dedupe's table, indexes and objects than
        dedupe calls (a DynamoDBCrudPolicy, a wildcard)
@@ -62,6 +63,61 @@ def _of_type(cfn, typ):
 def _props(res):
     p = res.get("Properties", {})
     return p if isinstance(p, dict) else {}
+
+
+def _conditions(v, out=None):
+    """The names of the conditions the Fn::Ifs in v test."""
+    out = set() if out is None else out
+    if isinstance(v, dict):
+        f = v.get("Fn::If")
+        if isinstance(f, list) and len(f) == 3 and isinstance(f[0], str):
+            out.add(f[0])
+        for x in v.values():
+            _conditions(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            _conditions(x, out)
+    return out
+
+
+def _resolve(v, values):
+    """v with each Fn::If replaced by the branch values (condition name to
+    bool) selects."""
+    if isinstance(v, dict):
+        f = v.get("Fn::If")
+        if len(v) == 1 and isinstance(f, list) and len(f) == 3 and f[0] in values:
+            return _resolve(f[1] if values[f[0]] else f[2], values)
+        return {k: _resolve(x, values) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_resolve(x, values) for x in v]
+    return v
+
+
+def _variants(props):
+    """props resolved once for each assignment of the conditions its
+    Fn::Ifs test (a table whose key schema or indexes a parameter
+    selects): every one a stack may deploy."""
+    names = sorted(_conditions(props))[:6]
+    out = []
+    for i in range(1 << len(names)):
+        values = {n: bool(i >> k & 1) for k, n in enumerate(names)}
+        r = _resolve(props, values)
+        out.append(r if isinstance(r, dict) else {})
+    return out
+
+
+def _gsis(props):
+    g = props.get("GlobalSecondaryIndexes", []) or []
+    return [x for x in g if isinstance(x, dict)] if isinstance(g, list) else []
+
+
+def _keyed_by_ref(props):
+    """Whether the table is keyed by reference (HASH ref, RANGE pk)."""
+    ks = props.get("KeySchema", [])
+    if not isinstance(ks, list):
+        return False
+    keys = {k.get("KeyType"): k.get("AttributeName") for k in ks if isinstance(k, dict)}
+    return len(ks) == 2 and keys.get("HASH") == "ref" and keys.get("RANGE") == "pk"
 
 
 def _ref_target(v):
@@ -109,9 +165,10 @@ def idempotency_tables(cfn):
     tables = _of_type(cfn, "AWS::DynamoDB::Table")
     out = set()
     for name, t in tables.items():
-        for gsi in _props(t).get("GlobalSecondaryIndexes", []) or []:
-            if isinstance(gsi, dict) and gsi.get("IndexName") == "inflight":
-                out.add(name)
+        for variant in _variants(_props(t)):
+            for gsi in _gsis(variant):
+                if gsi.get("IndexName") == "inflight":
+                    out.add(name)
     for fn in _of_type(cfn, "AWS::Lambda::Function").values():
         for kind, name in _tokens(_env(fn).get("IDEMPOTENCY_TABLE")):
             if kind == "id" and name in tables:
@@ -357,8 +414,9 @@ class GlobalTableCheck(CloudFormationLintRule):
 class RefIndex(CloudFormationLintRule):
     id = "W9105"
     shortdesc = "dedupe: the ref index"
-    description = ("An idempotency table has the KEYS_ONLY index ref (partition key ref, S), through which "
-                   "`dedupe show key:...`, release and forget find a record from a log line's key reference.")
+    description = ("An idempotency table is keyed by reference (HASH ref, RANGE pk), or, classic (HASH pk), has the "
+                   "KEYS_ONLY index ref (partition key ref, S): how `dedupe show key:...`, release and forget find a "
+                   "record from a log line's key reference.")
     source_url = SOURCE
     tags = ["dedupe", "dynamodb"]
 
@@ -366,17 +424,21 @@ class RefIndex(CloudFormationLintRule):
         matches = []
         tables = _of_type(cfn, "AWS::DynamoDB::Table")
         for name in sorted(idempotency_tables(cfn)):
-            p = _props(tables[name])
-            ok = False
-            for gsi in p.get("GlobalSecondaryIndexes", []) or []:
-                if not isinstance(gsi, dict) or gsi.get("IndexName") != "ref":
-                    continue
-                ks = gsi.get("KeySchema", [])
-                ok = isinstance(ks, list) and len(ks) == 1 and isinstance(ks[0], dict) and ks[0].get("AttributeName") == "ref"
+            ok = True
+            for p in _variants(_props(tables[name])):
+                found = _keyed_by_ref(p)
+                for gsi in _gsis(p):
+                    if gsi.get("IndexName") != "ref":
+                        continue
+                    ks = gsi.get("KeySchema", [])
+                    found = found or (isinstance(ks, list) and len(ks) == 1 and isinstance(ks[0], dict) and ks[0].get("AttributeName") == "ref")
+                ok = ok and found
             if not ok:
                 matches.append(RuleMatch(["Resources", name, "Properties"],
-                    f"dedupe: idempotency table {name} has no index ref: the runbook's `dedupe show key:...` fails on it; "
-                    f"fix: add the global secondary index ref (HASH ref, S; Projection KEYS_ONLY) and the attribute definition ref S"))
+                    f"dedupe: idempotency table {name} is neither keyed by reference nor has the index ref: the runbook's "
+                    f"`dedupe show key:...` fails on it; fix: key a new table by reference (HASH ref S, RANGE pk S: "
+                    f"dynamostore.TableInput), or add to a classic one the global secondary index ref (HASH ref, S; "
+                    f"Projection KEYS_ONLY) and the attribute definition ref S"))
         return matches
 
 
@@ -502,8 +564,7 @@ class ReaperIndex(CloudFormationLintRule):
             for kind, table in sorted(tokens):
                 if kind != "id" or table not in tables:
                     continue
-                gsis = _props(tables[table]).get("GlobalSecondaryIndexes", []) or []
-                if not any(isinstance(g, dict) and g.get("IndexName") == "inflight" for g in gsis):
+                if not all(any(g.get("IndexName") == "inflight" for g in _gsis(v)) for v in _variants(_props(tables[table]))):
                     matches.append(RuleMatch(["Resources", table, "Properties"],
                         f"dedupe: reaper {name} queries the index inflight of {table}, which has none: every run fails; "
                         f"fix: add the global secondary index inflight (HASH inflight_shard N, RANGE lease_expires_at N, "

@@ -75,8 +75,8 @@ func TestEnsureTablesDynalite(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := out.Table
-	if len(d.GlobalSecondaryIndexes) != 2 {
-		t.Fatalf("indexes: got %d, want 2 (inflight and ref)", len(d.GlobalSecondaryIndexes))
+	if len(d.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("indexes: got %d, want 1 (inflight; the table is keyed by reference)", len(d.GlobalSecondaryIndexes))
 	}
 	var gsi types.GlobalSecondaryIndexDescription
 	for _, g := range d.GlobalSecondaryIndexes {
@@ -94,7 +94,7 @@ func TestEnsureTablesDynalite(t *testing.T) {
 		got, want any
 	}{
 		{"status", d.TableStatus, types.TableStatusActive},
-		{"key schema", keys(d.KeySchema), []string{"pk HASH"}},
+		{"key schema", keys(d.KeySchema), []string{"ref HASH", "pk RANGE"}},
 		{"index name", aws.ToString(gsi.IndexName), "inflight"},
 		{"index keys", keys(gsi.KeySchema), []string{"inflight_shard HASH", "lease_expires_at RANGE"}},
 		{"index projection", gsi.Projection.ProjectionType, types.ProjectionTypeInclude},
@@ -117,12 +117,14 @@ func TestEnsureTablesDynalite(t *testing.T) {
 		}
 	}
 	put(map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "in-flight"}, "status": &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
+		"ref": &types.AttributeValueMemberS{Value: "key:000000000001"},
+		"pk":  &types.AttributeValueMemberS{Value: "in-flight"}, "status": &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
 		"owner": &types.AttributeValueMemberS{Value: "tok"}, "inflight_shard": &types.AttributeValueMemberN{Value: "3"},
 		"lease_expires_at": &types.AttributeValueMemberN{Value: "1000"}, "created_at": &types.AttributeValueMemberN{Value: "900"},
 	})
 	put(map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "done"}, "status": &types.AttributeValueMemberS{Value: "COMPLETED"},
+		"ref": &types.AttributeValueMemberS{Value: "key:000000000002"},
+		"pk":  &types.AttributeValueMemberS{Value: "done"}, "status": &types.AttributeValueMemberS{Value: "COMPLETED"},
 		"lease_expires_at": &types.AttributeValueMemberN{Value: "1000"},
 	})
 	q, err := client.Query(ctx, &dynamodb.QueryInput{

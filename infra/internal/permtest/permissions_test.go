@@ -58,7 +58,7 @@ func TestPermissions(t *testing.T) {
 		{Shards: 3},
 		{LargeResults: dynamostore.LargeResults{Client: s3c, Bucket: bucket}},
 	} {
-		opts.Table, opts.GlobalTables = table, dynamostore.GlobalTablesUnchecked
+		opts.Table, opts.GlobalTables, opts.KeySchema = table, dynamostore.GlobalTablesUnchecked, dynamostore.KeySchemaByRef
 		store, err := dynamostore.New(client, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -402,7 +402,7 @@ func operatorParts(t *testing.T, rec *awscalls.Recorder, client dynamostore.Clie
 		store      bool // takes the store flags
 	}{
 		{"operator-key", "dedupe key: computes a stored key and its ref, calls nothing", []string{"key", "--stored-key", done.Key}, false},
-		{"operator-show", "dedupe show, by ref (the ref index) and by stored key", []string{"show", dedupe.KeyRef(done.Key)}, true},
+		{"operator-show", "dedupe show, by ref (a Query of the table keyed by reference) and by stored key", []string{"show", dedupe.KeyRef(done.Key)}, true},
 		{"operator-show", "", []string{"show", "--stored-key", done.Key}, true},
 		{"operator-inflight", "dedupe inflight: the in-flight index, then each record", []string{"inflight"}, true},
 		{"operator-stranded", "dedupe stranded: as inflight", []string{"stranded"}, true},
