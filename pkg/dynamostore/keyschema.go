@@ -110,10 +110,10 @@ func sortKeyValue(key string) string {
 func (s *Store) byRef() bool { return KeySchema(s.schema.Load()) == KeySchemaByRef }
 
 // ref returns the reference stored with key: dedupe.KeyRef(key), unless
-// a test forces references to collide (refOf).
+// a test forces references to collide (testHooks).
 func (s *Store) ref(key string) string {
-	if s.refOf != nil {
-		return s.refOf(key)
+	if s.hooks != nil && s.hooks.refOf != nil {
+		return s.hooks.refOf(key)
 	}
 	return dedupe.KeyRef(key)
 }

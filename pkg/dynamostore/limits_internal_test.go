@@ -26,4 +26,4 @@ var SortKeyValue = sortKeyValue
 
 // SetRefOf makes s store refOf(key) as the reference of key, so that a
 // test can make two keys share one.
-func SetRefOf(s *Store, refOf func(string) string) { s.refOf = refOf }
+func SetRefOf(s *Store, refOf func(string) string) { s.hooks = &testHooks{refOf: refOf} }

@@ -134,9 +134,15 @@ type Store struct {
 	large         LargeResults
 	lean          bool
 	inlineBodies  bool
-	global        *globalCheck        // New's global-table check, until it has an answer; nil after
-	schema        atomic.Int32        // the table's KeySchema; KeySchemaDetect until checked
-	refOf         func(string) string // tests only: forces references to collide; nil means dedupe.KeyRef
+	global        *globalCheck // New's global-table check, until it has an answer; nil after
+	schema        atomic.Int32 // the table's KeySchema; KeySchemaDetect until checked
+	hooks         *testHooks   // tests only; nil otherwise
+}
+
+// testHooks are what tests change in a store (a pointer, so that Store
+// stays comparable).
+type testHooks struct {
+	refOf func(string) string // forces references to collide
 }
 
 var (
