@@ -16,10 +16,19 @@
 //
 // One item per key. The default attribute names (DefaultAttributes) match
 // template.yaml; Options.Attributes renames them and Options.SortKey adds a
-// fixed sort key for single-table designs.
+// fixed sort key for single-table designs (classic tables only). A table
+// is keyed by reference (TableInput, template.yaml) or classic
+// (ClassicTableInput, tables before v0.2.0); New reads which (see
+// KeySchema).
 //
 //	attribute         type  meaning
-//	pk                S     full key (partition key)
+//	ref               S     dedupe.KeyRef of the key: the partition key
+//	                        keyed by reference; on a classic table the
+//	                        key of the KEYS_ONLY index ref
+//	pk                S     full key: the sort key keyed by reference
+//	                        (shortened above MaxPlainSortKey bytes), the
+//	                        partition key on a classic table
+//	long_key          S     the full key beside a shortened pk
 //	status            S     IN_PROGRESS or COMPLETED
 //	fingerprint       S     request fingerprint
 //	owner             S     owner token of the current claim (fencing)
@@ -60,7 +69,8 @@
 // Reap one Query per index page and one conditional UpdateItem per
 // stranded record.
 // New calls DescribeTable once, unless Options.GlobalTables is
-// GlobalTablesUnchecked (see Global tables below).
+// GlobalTablesUnchecked (see Global tables below); it reads the key schema
+// from the same answer.
 // A fresh guarded request costs 2 calls (claim, complete). A duplicate
 // costs 1 on DynamoDB, which returns the existing item with the failed
 // condition (ReturnValuesOnConditionCheckFailure ALL_OLD). Servers that
