@@ -143,6 +143,18 @@ func DefaultAttributes() Attributes {
 	}
 }
 
+// names returns every attribute name of a, beside its field's name
+// ("Attributes.PartitionKey").
+func (a Attributes) names() [][2]string {
+	return [][2]string{
+		{"Attributes.PartitionKey", a.PartitionKey}, {"Attributes.Status", a.Status}, {"Attributes.Fingerprint", a.Fingerprint}, {"Attributes.Owner", a.Owner},
+		{"Attributes.LeaseExpiresAt", a.LeaseExpiresAt}, {"Attributes.ExpiresAt", a.ExpiresAt}, {"Attributes.CreatedAt", a.CreatedAt}, {"Attributes.UpdatedAt", a.UpdatedAt},
+		{"Attributes.ResStatus", a.ResStatus}, {"Attributes.ResHeaders", a.ResHeaders}, {"Attributes.ResBody", a.ResBody}, {"Attributes.ResEncoding", a.ResEncoding},
+		{"Attributes.ResOmitted", a.ResOmitted}, {"Attributes.FirstToken", a.FirstToken}, {"Attributes.ResObject", a.ResObject}, {"Attributes.ResItem", a.ResItem},
+		{"Attributes.InflightShard", a.InflightShard}, {"Attributes.Ref", a.Ref}, {"Attributes.RequestID", a.RequestID}, {"Attributes.Trace", a.Trace}, {"Attributes.LongKey", a.LongKey},
+	}
+}
+
 // withDefaults returns a with every empty name replaced by its default.
 func (a Attributes) withDefaults() Attributes {
 	d := DefaultAttributes()

@@ -195,6 +195,19 @@ func New(client Client, opts Options) (*Store, error) {
 	if err := opts.LargeResults.check(); err != nil {
 		return nil, err
 	}
+	// Two fields naming one attribute would write one over the other
+	// (Ref over PartitionKey files a record under another key).
+	seen := map[string]string{}
+	names := opts.Attributes.withDefaults().names()
+	if opts.SortKey.Name != "" {
+		names = append(names, [2]string{"SortKey.Name", opts.SortKey.Name})
+	}
+	for _, n := range names {
+		if other, ok := seen[n[1]]; ok {
+			return nil, fmt.Errorf("%w: %s and %s both name the attribute %q: give each its own name", ErrInvalidOptions, other, n[0], n[1])
+		}
+		seen[n[1]] = n[0]
+	}
 	s := &Store{
 		client:        conflictRetrier{client},
 		table:         opts.Table,

@@ -89,6 +89,9 @@ func TestNew(t *testing.T) {
 		{"ref index classic", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaClassic, RefIndex: "ref"}, false},
 		{"unchecked without a key schema", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaDetect}, true},
 		{"unknown key schema", c, dynamostore.Options{Table: "t", KeySchema: 7}, true},
+		{"ref named as the key", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaClassic, Attributes: dynamostore.Attributes{Ref: "pk"}}, true},
+		{"sort key named as an attribute", c, dynamostore.Options{Table: "t", KeySchema: dynamostore.KeySchemaClassic, SortKey: dynamostore.SortKey{Name: "ref", Value: "v"}}, true},
+		{"two attributes renamed alike", c, dynamostore.Options{Table: "t", Attributes: dynamostore.Attributes{Status: "s", Owner: "s"}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
