@@ -22,9 +22,10 @@ type Deleter interface {
 }
 
 // putProvenance adds the ref of key, and the request ID and trace when
-// set, to a claim's item. The ref costs one write to the KEYS_ONLY ref
-// index per new item (1 WCU; later updates of the item leave the index
-// alone, since its keys do not change).
+// set, to a claim's item. On a table keyed by reference the ref is the
+// partition key (s.key set it already); on a classic one it costs one
+// write to the KEYS_ONLY ref index per new item (1 WCU; later updates of
+// the item leave the index alone, since its keys do not change).
 func (s *Store) putProvenance(item map[string]types.AttributeValue, key, requestID, trace string) {
 	a := s.attr
 	item[a.Ref] = str(s.ref(key))

@@ -12,7 +12,7 @@ const (
 
 	// DefaultRefIndex is the name of the KEYS_ONLY global secondary index
 	// on Attributes.Ref through which FindRef finds a record from its
-	// dedupe.KeyRef.
+	// dedupe.KeyRef on a classic table (ClassicTableInput).
 	DefaultRefIndex = "ref"
 
 	// DefaultShards is the number of inflight_shard values a key hashes to.

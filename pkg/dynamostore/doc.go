@@ -122,13 +122,14 @@
 //
 // # Cost and Lean
 //
-// By AWS's capacity rules a fresh request with a small response costs 5
-// write units: the claim and the completion, the in-flight index's entry
-// written on the claim and removed on the completion, and the ref index's
-// entry written on the claim; a replay or a conflict costs 1 (ItemSize,
-// WriteUnits, ReadUnits; docs/cost.md). Options.Lean writes no in-flight
-// index entry (3 units per fresh request), for deployments that run no
-// reaper.
+// By AWS's capacity rules a fresh request with a small response costs 4
+// write units on a table keyed by reference: the claim and the completion,
+// and the in-flight index's entry written on the claim and removed on the
+// completion (a classic table's ref index entry, written on the claim,
+// makes 5); a replay or a conflict costs 1 (ItemSize, WriteUnits,
+// ReadUnits; docs/cost.md). Options.Lean writes no in-flight index entry
+// (2 units per fresh request, 3 on a classic table), for deployments that
+// run no reaper.
 //
 // # Errors
 //

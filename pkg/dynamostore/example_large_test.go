@@ -36,8 +36,8 @@ func ExampleLargeResults() {
 	_ = store
 }
 
-// Lean: no in-flight index entry, 3 write units per fresh request instead
-// of 5, for a deployment without the reaper.
+// Lean: no in-flight index entry, 2 write units per fresh request instead
+// of 4, for a deployment without the reaper.
 func ExampleOptions_lean() {
 	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
 	_, err := dynamostore.New(client, dynamostore.Options{
