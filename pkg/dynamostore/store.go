@@ -100,9 +100,10 @@ type Options struct {
 	// Lean makes the store write no in-flight index entry: a claim sets
 	// no Attributes.InflightShard, so the sparse index is never written
 	// (a fresh request costs 2 write units instead of 4, 3 instead of 5
-	// on a classic table; see docs/cost.md) and Reap is refused, having nothing to find. Stranded records stay
-	// correct: a retry of the same request takes them over after the
-	// lease, and every record expires at expires_at. What is lost is the
+	// on a classic table; see docs/cost.md) and Reap is refused, having
+	// nothing to find. Stranded records stay correct: a retry of the same
+	// request takes them over after the lease, and every record expires
+	// at expires_at. What is lost is the
 	// reaper's report of them (the stranded-records alarm). Every writer
 	// of a table should agree; a reaper then finds only the records of
 	// writers that are not Lean. Lean with Shards or Index set is refused.
