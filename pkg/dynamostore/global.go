@@ -62,7 +62,9 @@ const (
 	// GlobalTablesUnchecked makes New call nothing: for clients that
 	// cannot call DescribeTable (a policy without dynamodb:DescribeTable,
 	// a stand-in), on tables known to have no MREC replicas. The check
-	// costs one DescribeTable per cold start.
+	// costs one DescribeTable per cold start. Nothing then reads the
+	// table's key schema either: Options.KeySchema must name it, or New
+	// refuses (see KeySchemaDetect).
 	GlobalTablesUnchecked
 )
 
