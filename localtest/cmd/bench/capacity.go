@@ -82,9 +82,9 @@ func checkCost(c *dynamodb.Client, table string) (CheckCost, error) {
 func printCapacity(w io.Writer, rows []Capacity, cc CheckCost) {
 	fmt.Fprintln(w, "\nDynamoDB capacity units per request, by AWS's rules from the items written (index writes included; docs/cost.md);")
 	fmt.Fprintln(w, "powertools is the calls of Powertools' idempotency utility, metered alike. $ per 1M at on-demand prices (us-east-1):")
-	fmt.Fprintf(w, "  %-10s %-7s %-8s %6s %6s %6s %5s %9s\n", "mode", "size", "scenario", "write", "index", "read", "calls", "$ per 1M")
+	fmt.Fprintf(w, "  %-12s %-7s %-8s %6s %6s %6s %5s %9s\n", "mode", "size", "scenario", "write", "index", "read", "calls", "$ per 1M")
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %-10s %-7s %-8s %6g %6g %6g %5d %9.2f\n", r.Mode, capacity.SizeName(r.SizeBytes), r.Scenario, r.Write, r.IndexWrite, r.Read, r.Calls,
+		fmt.Fprintf(w, "  %-12s %-7s %-8s %6g %6g %6g %5d %9.2f\n", r.Mode, capacity.SizeName(r.SizeBytes), r.Scenario, r.Write, r.IndexWrite, r.Read, r.Calls,
 			capacity.PerMillion(capacity.Units{Read: r.Read, Write: r.Write, IndexWrite: r.IndexWrite}))
 	}
 	fmt.Fprintf(w, "New's global-table check (one DescribeTable per cold start): p50 %.2f ms, against %.3f ms unchecked\n", cc.CheckedP50ms, cc.UncheckedP50ms)

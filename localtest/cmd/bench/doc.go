@@ -35,8 +35,9 @@
 //     bootstrap.
 //   - DynamoDB capacity units and calls per fresh request, replay, failed
 //     request (its handler fails) and retry after a failure, for responses
-//     of 300 B, 4 KB, 10 KB and 100 KB, in the default mode, in
-//     dynamostore's Lean mode and for Powertools' idempotency utility
+//     of 300 B, 4 KB, 10 KB and 100 KB, in the default mode and in
+//     dynamostore's Lean mode, each on a table keyed by reference (the
+//     default) and on a classic one, and for Powertools' idempotency utility
 //     (its calls, made by hand), computed by AWS's rules from the items
 //     actually written (localtest/capacity.Measure), with the on-demand
 //     price of a million of each, and the cold-start cost of New's
