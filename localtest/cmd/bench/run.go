@@ -349,9 +349,17 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 
 	var out []Latency
 	out = append(out, measure(ctx, "bare handler", n, calls, bare, keyed("b")))
-	// The floor: the two writes a fresh request makes, by hand.
+	// The floor: the two writes a fresh request makes, by hand. A floor
+	// whose writes fail (a key of the wrong shape) would be no floor:
+	// the first failure fails the run.
+	var floorErr error
+	floorFailed := func(err error) {
+		if err != nil && floorErr == nil {
+			floorErr = fmt.Errorf("a floor's raw write failed: %w", err)
+		}
+	}
 	raw := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		k := &types.AttributeValueMemberS{Value: "raw#" + req.Headers["idempotency-key"]}
+		k := rawKeyOf("raw#" + req.Headers["idempotency-key"])
 		// The same claim dynamostore makes (into the inflight index
 		// too), and the same update a completion makes (out of it
 		// again), by hand.
@@ -361,8 +369,9 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 		now := time.Now()
 		tok := "OWNERTOKEN0123456789ABCDEF"
-		c.UpdateItem(ctx, claimInput(table, map[string]types.AttributeValue{"pk": k}, now))
-		c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": k},
+		_, err := c.UpdateItem(ctx, claimInput(table, k, now))
+		floorFailed(err)
+		_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: k,
 			UpdateExpression:         aws.String("SET #s = :c, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro, #rb = :rb, #re = :re REMOVE #shard, #rh"),
 			ConditionExpression:      aws.String("#o = :o AND #exp >= :now"),
 			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner", "#exp": "expires_at", "#upd": "updated_at", "#rs": "res_status", "#ro": "res_omitted", "#rb": "res_body", "#re": "res_encoding", "#shard": "inflight_shard", "#rh": "res_headers"},
@@ -370,6 +379,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 				":now": num(now.Unix()), ":exp": num(now.Add(24 * time.Hour).Unix()), ":upd": num(now.UnixMilli()),
 				":ro": &types.AttributeValueMemberBOOL{Value: false}, ":re": str("identity"),
 				":rb": &types.AttributeValueMemberB{Value: []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)}}})
+		floorFailed(err)
 		return bare(ctx, req)
 	}
 	out = append(out, measure(ctx, "two raw writes (floor)", n, calls, raw, keyed("r")))
@@ -381,7 +391,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	// completed record like the replay's, then the read a server without
 	// ALL_OLD needs.
 	rawKey := "raw-replay#" + run
-	replayKey := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: rawKey}}
+	replayKey := rawKeyOf(rawKey)
 	{
 		now := time.Now()
 		resp, _ := bare(ctx, request(rawKey))
@@ -398,8 +408,13 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		now := time.Now()
 		_, err := c.UpdateItem(ctx, claimInput(table, replayKey, now))
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) && len(ccf.Item) == 0 {
-			c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: replayKey, ConsistentRead: aws.Bool(true)})
+		switch {
+		case errors.As(err, &ccf) && len(ccf.Item) == 0:
+			_, err = c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: replayKey, ConsistentRead: aws.Bool(true)})
+			floorFailed(err)
+		case errors.As(err, &ccf):
+		default:
+			floorFailed(fmt.Errorf("the replay floor's claim did not fail on the completed record: %v", err))
 		}
 		return bare(ctx, req)
 	}
@@ -424,6 +439,9 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	out = append(out, measure(ctx, "conflict (409)", n, calls, guarded(nil), func(int) events.APIGatewayV2HTTPRequest { return request(hold) }))
 	close(release)
 	<-done
+	if floorErr != nil {
+		return nil, 0, 0, floorErr
+	}
 
 	byName := map[string]Latency{}
 	for _, l := range out {
@@ -544,6 +562,15 @@ func print(w io.Writer, r Report) {
 	fmt.Fprintf(w, "  linux/arm64 bootstrap: %.1f MiB\n", float64(r.Stack.BootstrapBytes)/(1<<20))
 }
 
+// rawKeyOf is the primary key of stored key k on the bench's table, keyed
+// by reference (template.yaml's default): its ref and pk.
+func rawKeyOf(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"ref": &types.AttributeValueMemberS{Value: dedupe.KeyRef(k)},
+		"pk":  &types.AttributeValueMemberS{Value: k},
+	}
+}
+
 // claimInput is the claim dynamostore makes, by hand: one conditional
 // UpdateItem that takes an absent key (a fresh request's floor) and fails
 // on a completed record (a replay's floor), with the store's condition,
@@ -556,16 +583,16 @@ func claimInput(table string, key map[string]types.AttributeValue, now time.Time
 	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	return &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
 		UpdateExpression: aws.String("SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
-			"#exp = :exp, #created = :nowms, #upd = :nowms, #ref = :ref, #shard = :shard REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem, #rid, #trace"),
+			"#exp = :exp, #created = :nowms, #upd = :nowms, #shard = :shard REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem, #rid, #trace"),
 		ConditionExpression: aws.String("attribute_not_exists(#pk) OR " +
 			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #owner = :tok OR " +
 			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #lease < :nowms AND #fp = :fp"),
 		ExpressionAttributeNames: map[string]string{"#pk": "pk", "#status": "status", "#fp": "fingerprint", "#owner": "owner", "#first": "first_token",
-			"#lease": "lease_expires_at", "#exp": "expires_at", "#created": "created_at", "#upd": "updated_at", "#ref": "ref",
+			"#lease": "lease_expires_at", "#exp": "expires_at", "#created": "created_at", "#upd": "updated_at",
 			"#shard": "inflight_shard", "#rs": "res_status", "#rh": "res_headers", "#rb": "res_body", "#re": "res_encoding",
 			"#ro": "res_omitted", "#robj": "res_object", "#ritem": "res_item", "#rid": "request_id", "#trace": "trace"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
 			":tok": str("OWNERTOKEN0123456789ABCDEF"), ":lease": num(now.Add(time.Minute).UnixMilli()), ":exp": num(now.Add(25 * time.Hour).Unix()),
-			":nowms": num(now.UnixMilli()), ":now": num(now.Unix()), ":ref": str("key:0123456789ab"), ":shard": num(3)},
+			":nowms": num(now.UnixMilli()), ":now": num(now.Unix()), ":shard": num(3)},
 		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 }
