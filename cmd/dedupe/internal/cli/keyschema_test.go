@@ -33,7 +33,9 @@ func TestKeySchemaFlag(t *testing.T) {
 	if _, err := client.CreateTable(ctx, dynamostore.ClassicTableInput(classic)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(classic)}) })
+	t.Cleanup(func() {
+		client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(classic)})
+	})
 	if err := dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(classic)}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
