@@ -92,8 +92,9 @@ func jwtPrincipal(iss, sub string) string {
 }
 
 // claimsPrincipal resolves a JWT's claims, of any of the shapes events
-// carry them in (map[string]string, map[string]any, a JSON string).
-func claimsPrincipal(claims map[string]any) string {
+// carry them in (map[string]string, map[string]any, a JSON string, the
+// last two through toMap), scalar reading one claim's value.
+func claimsPrincipal[V any](claims map[string]V, scalar func(V) string) string {
 	if len(claims) == 0 {
 		return ""
 	}
@@ -159,6 +160,10 @@ func scalar(v any) string {
 	return ""
 }
 
+// stringClaim is scalar for claims that are strings already (an HTTP
+// API's JWT claims): the claim itself, without converting the map.
+func stringClaim(v string) string { return v }
+
 // canonicalHash returns the hex SHA-256 of v's canonical JSON (object
 // members sorted, whitespace dropped), so the same context hashes the same
 // whatever order its fields arrived in.
@@ -201,7 +206,7 @@ func v2Principal(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription) 
 		return ""
 	}
 	if a.JWT != nil {
-		if p := claimsPrincipal(toMap(a.JWT.Claims)); p != "" {
+		if p := claimsPrincipal(a.JWT.Claims, stringClaim); p != "" {
 			return p
 		}
 	}
@@ -224,7 +229,7 @@ func v2Principal(a *events.APIGatewayV2HTTPRequestContextAuthorizerDescription) 
 // v1Principal resolves DefaultPrincipal for a REST API request.
 func v1Principal(rc *events.APIGatewayProxyRequestContext) string {
 	if claims, ok := rc.Authorizer["claims"]; ok {
-		if p := claimsPrincipal(toMap(claims)); p != "" {
+		if p := claimsPrincipal(toMap(claims), scalar); p != "" {
 			return p
 		}
 	}

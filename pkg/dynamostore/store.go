@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -250,10 +249,21 @@ func New(client Client, opts Options) (*Store, error) {
 // Shard returns the in-flight shard of key: FNV-1a (32 bit) of the key,
 // modulo the store's shard count.
 func (s *Store) Shard(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(s.shards))
+	// FNV-1a over the string itself, as hash/fnv's New32a computes it,
+	// without copying the key into a byte slice.
+	h := uint32(fnvOffset32)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= fnvPrime32
+	}
+	return int(h % uint32(s.shards))
 }
+
+// FNV-1a's 32-bit parameters (hash/fnv).
+const (
+	fnvOffset32 = 2166136261
+	fnvPrime32  = 16777619
+)
 
 // Claim implements dedupe.Store with one conditional UpdateItem when the
 // key is absent or free for req, which is every fresh request and every
@@ -346,8 +356,10 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 	// The claim's condition failed on existing (nil: gone since). An
 	// expired one whose result could not be read needs no result: it is
 	// absent, and the new life below replaces it in this call, rather
-	// than send the caller back to claim again.
-	item := s.claimItem(req)
+	// than send the caller back to claim again. The item a PutItem writes
+	// is built when one is sent: most failed claims are answers (a
+	// replay, a conflict) and send none.
+	var item map[string]types.AttributeValue
 	for range takeoverAttempts {
 		var in *dynamodb.PutItemInput
 		switch {
@@ -381,6 +393,9 @@ func (s *Store) Claim(ctx context.Context, req dedupe.ClaimRequest) (dedupe.Clai
 					":lease":  num(existing.LeaseExpiresAt.UnixMilli()),
 				},
 			}
+		}
+		if item == nil {
+			item = s.claimItem(req)
 		}
 		item[a.FirstToken] = str(life)
 		in.TableName, in.Item = aws.String(s.table), item
@@ -453,16 +468,17 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 		"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
 		"#ro": a.ResOmitted, "#robj": a.ResObject, "#ritem": a.ResItem,
 	}
-	values := map[string]types.AttributeValue{
-		":inprog": str(string(dedupe.StatusInProgress)),
-		":fp":     str(req.Fingerprint),
-		":tok":    str(req.Token),
-		":lease":  num(req.LeaseUntil.UnixMilli()),
-		":exp":    num(req.ExpiresAt.Unix()),
-		":nowms":  num(req.Now.UnixMilli()),
-		":now":    num(req.Now.Unix()),
-		":ref":    str(s.ref(req.Key)),
-	}
+	// Sized for every value the claim may carry (the shard, the
+	// provenance, a long key), so that the map is built once, not grown.
+	values := make(map[string]types.AttributeValue, 12)
+	values[":inprog"] = str(string(dedupe.StatusInProgress))
+	values[":fp"] = str(req.Fingerprint)
+	values[":tok"] = str(req.Token)
+	values[":lease"] = num(req.LeaseUntil.UnixMilli())
+	values[":exp"] = num(req.ExpiresAt.Unix())
+	values[":nowms"] = num(req.Now.UnixMilli())
+	values[":now"] = num(req.Now.Unix())
+	values[":ref"] = str(s.ref(req.Key))
 	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
 		"#exp = :exp, #created = :nowms, #upd = :nowms"
 	if s.byRef() {
@@ -539,13 +555,15 @@ func (s *Store) put(ctx context.Context, key string, in *dynamodb.PutItemInput) 
 // failed turns the error of a claim's conditional write (a PutItem or
 // the claim's UpdateItem) into what put returns (see put).
 func (s *Store) failed(ctx context.Context, key string, err error) (existing *dedupe.Record, found bool, _ error) {
+	// The failed condition first: it is the common case (every replay
+	// and conflict), and one errors.As then decides.
 	var ccf *types.ConditionalCheckFailedException
 	var conflicted *conflictedError
-	switch {
-	case errors.As(err, &conflicted) && !errors.As(err, &ccf):
+	switch isCCF := errors.As(err, &ccf); {
+	case !isCCF && errors.As(err, &conflicted):
 		return nil, false, fmt.Errorf("dynamostore: claim %s: another Region is writing the key (ReplicatedWriteConflictException, %d attempts): %w: %v",
 			dedupe.KeyRef(key), ConflictAttempts, dedupe.ErrInProgress, err)
-	case !errors.As(err, &ccf):
+	case !isCCF:
 		return nil, false, wrapErr("claim", key, err)
 	}
 	if len(ccf.Item) > 0 {
