@@ -35,3 +35,14 @@ func TestParseKeyEscapesAreTransparent(t *testing.T) {
 		}
 	}
 }
+
+// TestParseKeyBareCommaAnywhere states that a bare key holding a comma
+// anywhere, first character included, is refused: it may be a repeated
+// header joined with commas, whose first value is not the whole.
+func TestParseKeyBareCommaAnywhere(t *testing.T) {
+	for _, v := range []string{",", ",abc", "abc,", "a,b"} {
+		if got, err := ParseKey(v); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ParseKey(%q) = %q, %v; want ErrInvalidKey", v, got, err)
+		}
+	}
+}
