@@ -3,7 +3,9 @@ package dedupe
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestParseKeyEscapesAreTransparent states that a quoted key's characters
@@ -43,6 +45,48 @@ func TestParseKeyBareCommaAnywhere(t *testing.T) {
 	for _, v := range []string{",", ",abc", "abc,", "a,b"} {
 		if got, err := ParseKey(v); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("ParseKey(%q) = %q, %v; want ErrInvalidKey", v, got, err)
+		}
+	}
+}
+
+// TestScopeKeyHashesTheWholePrincipal states that the principal's hash in
+// a scoped key covers all of it, however long: two principals that share
+// their first bytes (a long token's claims, an ARN) and differ only past
+// them get different scopes, so neither can receive the other's answer.
+func TestScopeKeyHashesTheWholePrincipal(t *testing.T) {
+	for _, n := range []int{64, 127, 128, 129, 300} {
+		common := strings.Repeat("p", n)
+		a, b := scopeKey("api", "POST /x", common+"a", "k"), scopeKey("api", "POST /x", common+"b", "k")
+		if a == b {
+			t.Errorf("principals of %d bytes differing in the last one share the scope %q", n+1, a)
+		}
+		if got := scopeKey("api", "POST /x", common+"a", "k"); got != a {
+			t.Errorf("principal of %d bytes: scope %q, then %q", n+1, a, got)
+		}
+	}
+}
+
+// TestBoundKeyKeepsAtMostItsPrefix states boundKey's documented form for
+// a long key: its first bytes in clear, at most hashedKeyPrefix of them
+// and cut at a UTF-8 boundary (never inside a character), then the hash;
+// 1029 to 1032 bytes. Keys that are not UTF-8 at all are shortened too,
+// never a panic.
+func TestBoundKeyKeepsAtMostItsPrefix(t *testing.T) {
+	for pad := 0; pad < 4; pad++ {
+		// A 4-byte character over byte hashedKeyPrefix, wherever it starts.
+		key := strings.Repeat("a", hashedKeyPrefix-pad) + strings.Repeat("\U0001F600", 100)
+		got := boundKey(key)
+		clear, _, ok := strings.Cut(got, "#sha256:")
+		if !ok || len(clear) > hashedKeyPrefix || !strings.HasPrefix(key, clear) || !utf8.ValidString(clear) {
+			t.Errorf("pad %d: clear part of %d bytes (valid UTF-8 %v), want a prefix of at most %d cut at a boundary", pad, len(clear), utf8.ValidString(clear), hashedKeyPrefix)
+		}
+		if len(got) < 1029 || len(got) > 1032 {
+			t.Errorf("pad %d: %d bytes, want 1029 to 1032", pad, len(got))
+		}
+	}
+	for _, key := range []string{strings.Repeat("\x80", maxReadableKey+1), "#" + strings.Repeat("\xbf", 2000)} {
+		if got := boundKey(key); !strings.Contains(got, "#sha256:") || len(got) > MaxStoreKeyBytes {
+			t.Errorf("boundKey of %d bytes not UTF-8 = %q", len(key), got)
 		}
 	}
 }
