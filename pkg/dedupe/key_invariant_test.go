@@ -85,8 +85,25 @@ func TestBoundKeyKeepsAtMostItsPrefix(t *testing.T) {
 		}
 	}
 	for _, key := range []string{strings.Repeat("\x80", maxReadableKey+1), "#" + strings.Repeat("\xbf", 2000)} {
-		if got := boundKey(key); !strings.Contains(got, "#sha256:") || len(got) > MaxStoreKeyBytes {
-			t.Errorf("boundKey of %d bytes not UTF-8 = %q", len(key), got)
+		if got := boundKey(key); !strings.Contains(got, "#sha256:") || len(got) < 1029 || len(got) > 1032 {
+			t.Errorf("boundKey of %d bytes not UTF-8 = %d bytes %.40q…, want 1029 to 1032", len(key), len(got), got)
 		}
+	}
+}
+
+// TestStoreKeyInjectiveForAnyBytes states StoreKey's injectivity for keys
+// that are not UTF-8 too: a long key made of UTF-8 continuation bytes
+// (which Guard.Do accepts from a caller) does not shorten to a form that
+// a short, printable key maps to as it is. Before the fix its clear part
+// was cut back to the prefix, giving "fn#sha256:<hex>", which the
+// 71-byte key "sha256:<hex>" also gives.
+func TestStoreKeyInjectiveForAnyBytes(t *testing.T) {
+	long := strings.Repeat("\x80", 1100)
+	a := StoreKey("fn", long)
+	if short := strings.TrimPrefix(a, "fn#"); short != a && StoreKey("fn", short) == a {
+		t.Errorf("StoreKey(fn, 1100 continuation bytes) = %q, which the %d-byte key %q also gives", a, len(short), short)
+	}
+	if StoreKey("", long) == StoreKey("", strings.Repeat("\x81", 1100)) {
+		t.Error("two long keys that are not UTF-8 share a store key")
 	}
 }
