@@ -208,10 +208,12 @@ const hashedKeyPrefix = 960
 
 // boundKey returns key unchanged when it has at most maxReadableKey bytes,
 // and otherwise its first bytes (up to hashedKeyPrefix, cut at a UTF-8
-// boundary) followed by "#sha256:" and the hex SHA-256 of the whole key.
-// The result is a valid store key whenever key is valid UTF-8, and the
-// mapping is injective: a short key maps to itself, a long one to a form
-// longer than maxReadableKey that only it produces.
+// boundary, which valid UTF-8 has within 3 bytes; a key that is not UTF-8
+// is cut no further back) followed by "#sha256:" and the hex SHA-256 of
+// the whole key. The result is a valid store key whenever key is valid
+// UTF-8, and the mapping is injective, for any bytes: a short key maps to
+// itself, a long one to a form longer than maxReadableKey that only it
+// produces.
 //
 //	len(key) <= 1024   key
 //	len(key)  > 1024   key[:<=960] + "#sha256:" + hex(sha256(key))   (1029..1032 bytes)
@@ -220,7 +222,7 @@ func boundKey(key string) string {
 		return key
 	}
 	cut := hashedKeyPrefix
-	for cut > 0 && !utf8.RuneStart(key[cut]) {
+	for cut > hashedKeyPrefix-(utf8.UTFMax-1) && !utf8.RuneStart(key[cut]) {
 		cut--
 	}
 	sum := sha256.Sum256([]byte(key))

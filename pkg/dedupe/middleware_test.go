@@ -112,6 +112,22 @@ func TestMiddlewareRecording(t *testing.T) {
 			http.NewResponseController(w).Flush()
 			io.WriteString(w, "<html> late")
 		}, 200, "<html> late"},
+		{"headers set before an explicit 200", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", "/things/1")
+			w.WriteHeader(200)
+			w.Header().Set("X-Late", "not sent")
+			io.WriteString(w, "ok")
+		}, 200, "ok"},
+		{"explicit 200 and nothing written", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(200)
+			w.Header().Set("X-Late", "not sent")
+		}, 200, ""},
+		{"flushed before and after the first write", func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).Flush()
+			io.WriteString(w, "<html> late")
+			http.NewResponseController(w).Flush()
+			io.WriteString(w, " and later")
+		}, 200, "<html> late and later"},
 		{"obs-text header value", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Disposition", "attachment; filename=\"caf\xe9.txt\"")
 			io.WriteString(w, "x")
