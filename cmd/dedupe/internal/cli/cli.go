@@ -141,6 +141,9 @@ func Run(ctx context.Context, env Env) int {
 	// Errors quote what stores and servers answered: escaped, like every
 	// stored string (see esc).
 	fmt.Fprintf(env.Stderr, "dedupe %s: %s\n", name, esc(err.Error()))
+	if wrongKeySchema(err) {
+		fmt.Fprintf(env.Stderr, "dedupe %s: the table is not keyed as --key-schema (or $DEDUPE_KEY_SCHEMA) says: ref, the default, for a table created since v0.2.0 (keyed by reference, no ref index); classic for one created before (with its ref index)\n", name)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -73,6 +73,9 @@ func TestKeySchemaFlag(t *testing.T) {
 			if code == cli.ExitOK || strings.Contains(out, "IN_PROGRESS") {
 				t.Errorf("show with the wrong key schema: exit %d\n%s%s; want a failure", code, out, errOut)
 			}
+			if !strings.Contains(errOut, "not keyed as --key-schema") {
+				t.Errorf("show with the wrong key schema does not say which flag fixes it:\n%s", errOut)
+			}
 			if _, err := s.Get(ctx, key, now); err != nil {
 				t.Errorf("the record after the wrong key schema: %v", err)
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	neturl "net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
@@ -221,4 +223,28 @@ func redisClient(ctx context.Context, url string) (interface {
 		return cluster()
 	}
 	return c, nil
+}
+
+// wrongKeySchema reports whether err is DynamoDB refusing a request whose
+// key does not have the table's shape (a ValidationException about the
+// key schema), what every call and Query answers when --key-schema names the other
+// schema than the table's.
+func wrongKeySchema(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	// DynamoDB and dynalite: "The provided key element does not match the
+	// schema" (GetItem, UpdateItem), "Query condition missed key schema
+	// element: pk", and on a table keyed by reference read as classic,
+	// "The table does not have the specified index: ref"; moto answers
+	// that last one with ResourceNotFoundException "Invalid index".
+	m := strings.ToLower(api.ErrorMessage())
+	switch api.ErrorCode() {
+	case "ValidationException":
+		return strings.Contains(m, "key element") || strings.Contains(m, "key schema") || strings.Contains(m, "specified index")
+	case "ResourceNotFoundException":
+		return strings.Contains(m, "invalid index")
+	}
+	return false
 }
