@@ -14,7 +14,7 @@ import (
 func TestShardIsFNV1a(t *testing.T) {
 	keys := []string{"", "a", "bench#http:bench/$default|POST /payments|7d993324d0668c66e1afcf6f14691d0a|k", "clé-ü-€-😀", strings.Repeat("x\xff", 700)}
 	for _, shards := range []int{1, 7, dynamostore.DefaultShards, 1000} {
-		s, err := dynamostore.New(nopClient{}, dynamostore.Options{Table: "t", Shards: shards, GlobalTables: dynamostore.GlobalTablesUnchecked})
+		s, err := dynamostore.New(nopClient{}, dynamostore.Options{Table: "t", Shards: shards, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 		if err != nil {
 			t.Fatal(err)
 		}
