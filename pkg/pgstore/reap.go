@@ -89,31 +89,40 @@ type ReapReport struct {
 // the outer condition is checked again on the row it locks, so a row
 // claimed anew meanwhile is kept.
 //
+// The batch is a MATERIALIZED CTE, chosen once. As a plain IN (subquery),
+// a nested-loop plan runs the subquery again for each outer row, and its
+// FOR UPDATE SKIP LOCKED then skips the rows the statement itself has
+// already deleted and yields the next ones: one statement went through
+// every matching row, whatever $2 said.
+//
 //	$1 now_s  $2 batch
 const reapExpiredSQL = `
-DELETE FROM dedupe_records
-WHERE key IN (
+WITH batch AS MATERIALIZED (
     SELECT key FROM dedupe_records
     WHERE expires_at < $1::bigint
     ORDER BY expires_at
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED)
+DELETE FROM dedupe_records
+WHERE key IN (SELECT key FROM batch)
   AND expires_at < $1::bigint`
 
 // retireStrandedSQL sets inflight to false on up to $2 stranded rows, a
 // range of the partial in-flight index, and returns what the log line
 // needs: the rows leave that index for the one of retired rows
-// (MigrationRetired), which InFlight reads and Reap does not.
+// (MigrationRetired), which InFlight reads and Reap does not. Its batch
+// is a MATERIALIZED CTE, as reapExpiredSQL's.
 //
 //	$1 cutoff_ms  $2 batch
 const retireStrandedSQL = `
-UPDATE dedupe_records SET inflight = false
-WHERE key IN (
+WITH batch AS MATERIALIZED (
     SELECT key FROM dedupe_records
     WHERE inflight AND lease_expires_at < $1::bigint
     ORDER BY lease_expires_at
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED)
+UPDATE dedupe_records SET inflight = false
+WHERE key IN (SELECT key FROM batch)
   AND inflight AND status = 'IN_PROGRESS' AND lease_expires_at < $1::bigint
 RETURNING key, created_at, lease_expires_at`
 
