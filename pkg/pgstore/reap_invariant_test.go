@@ -175,3 +175,31 @@ func TestReapStatementsHonourBatchSize(t *testing.T) {
 		}
 	}
 }
+
+// TestReapNeverRetiresARunningLease: whatever the Grace, a row whose
+// lease still runs at Reap's now stays in flight; a negative Grace means
+// no grace (a row is retired as soon as its lease has run out), never a
+// cutoff in the future.
+func TestReapNeverRetiresARunningLease(t *testing.T) {
+	p := newPool(t)
+	ctx := context.Background()
+	table := newTable(t, p)
+	s := newStore(t, p, pgstore.Options{Table: table})
+	now := base.Add(time.Hour)
+	for k, lease := range map[string]time.Duration{"running": time.Millisecond, "ran-out": -time.Millisecond} {
+		if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: k, Fingerprint: "fp", Token: "tok", Now: now.Add(-time.Minute),
+			LeaseUntil: now.Add(lease), ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report, err := s.Reap(ctx, pgstore.ReapOptions{Now: func() time.Time { return now }, Grace: -time.Hour})
+	if err != nil || report.Retired != 1 {
+		t.Errorf("Reap with a negative Grace = %+v, %v; want the one row whose lease ran out retired", report, err)
+	}
+	if v := inflight(t, p, table, "running"); v == nil || !*v {
+		t.Errorf("running inflight after Reap: got %v, want true (its lease still runs)", v)
+	}
+	if v := inflight(t, p, table, "ran-out"); v == nil || *v {
+		t.Errorf("ran-out inflight after Reap: got %v, want false (retired)", v)
+	}
+}
