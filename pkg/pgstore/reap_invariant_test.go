@@ -2,9 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -202,4 +204,50 @@ func TestReapNeverRetiresARunningLease(t *testing.T) {
 	if v := inflight(t, p, table, "ran-out"); v == nil || *v {
 		t.Errorf("ran-out inflight after Reap: got %v, want false (retired)", v)
 	}
+}
+
+// slowStatements is a client whose every statement runs until its context
+// ends, as one does that waits on locks past the deadline, or fails at
+// once with err when err is set.
+type slowStatements struct {
+	pgstore.Client
+	err error
+}
+
+func (c slowStatements) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if c.err != nil {
+		return pgconn.CommandTag{}, c.err
+	}
+	<-ctx.Done()
+	return pgconn.CommandTag{}, ctx.Err()
+}
+
+// TestReapCutByItsDeadline: a statement cut by the deadline Reap set
+// itself (the context's deadline less Margin) ends the run as Truncated
+// with no error: the run did what its time allowed, and the next one
+// goes on. A statement that fails for another reason is an error.
+func TestReapCutByItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := pgstore.New(slowStatements{}, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		report, err := s.Reap(ctx, pgstore.ReapOptions{Margin: time.Second})
+		if err != nil || !report.Truncated || report.Statements != 1 {
+			t.Errorf("Reap cut by its deadline = %+v, %v; want truncated after 1 statement, no error", report, err)
+		}
+
+		boom := errors.New("boom")
+		if s, err = pgstore.New(slowStatements{err: boom}, pgstore.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		report, err = s.Reap(ctx, pgstore.ReapOptions{Margin: time.Second})
+		if !errors.Is(err, boom) || !report.Truncated {
+			t.Errorf("Reap with a failing statement = %+v, %v; want truncated, an error wrapping boom", report, err)
+		}
+	})
 }
