@@ -89,6 +89,12 @@ func TestReapZeroOptionsAreTheDefaults(t *testing.T) {
 		t.Errorf("Reap with zero options = %+v, %v; want %d deleted in 2 statements plus 1 retirement, not truncated", report, err, n)
 	}
 
+	// The defaults leave a margin before the deadline (else the run could
+	// miss it) and a grace past the lease (else a retry could not take
+	// its key over first).
+	if pgstore.DefaultReapMargin <= 0 || pgstore.DefaultReapGrace <= 0 {
+		t.Fatalf("DefaultReapMargin %v, DefaultReapGrace %v: want both positive", pgstore.DefaultReapMargin, pgstore.DefaultReapGrace)
+	}
 	// A deadline nearer than DefaultReapMargin: nothing starts.
 	near, cancel := context.WithTimeout(ctx, pgstore.DefaultReapMargin/2)
 	defer cancel()
