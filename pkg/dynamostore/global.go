@@ -157,11 +157,15 @@ func (c *globalCheck) check(ctx context.Context) error {
 			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked and Options.KeySchema)", c.table), err)
 	}
 	var elems []types.KeySchemaElement
+	var defs []types.AttributeDefinition
 	if out.Table != nil {
-		elems = out.Table.KeySchema
+		elems, defs = out.Table.KeySchema, out.Table.AttributeDefinitions
 	}
 	schema, err := judgeKeySchema(c.table, elems, c.attr, c.sortKey, c.want)
 	if err != nil {
+		return err
+	}
+	if err := checkKeyTypes(c.table, elems, defs); err != nil {
 		return err
 	}
 	if schema == KeySchemaByRef && c.refIndex != "" {

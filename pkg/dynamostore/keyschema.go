@@ -48,7 +48,8 @@ const (
 	// DescribeTable of its global-table check (Options.GlobalTables):
 	// HASH Attributes.PartitionKey alone (with RANGE Options.SortKey.Name
 	// when SortKey is set) is classic; HASH Attributes.Ref with RANGE
-	// Attributes.PartitionKey is keyed by reference; anything else is
+	// Attributes.PartitionKey is keyed by reference; anything else, or a
+	// key attribute the table defines as other than a string (S), is
 	// refused (ErrInvalidOptions) naming what was found and what is
 	// expected. When that DescribeTable fails transiently, every call of
 	// the store fails with dedupe.ErrStoreUnavailable until it succeeds:
@@ -233,3 +234,21 @@ func judgeKeySchema(table string, elems []types.KeySchemaElement, a Attributes, 
 // or KeySchemaClassic, or KeySchemaDetect while New's DescribeTable has
 // not answered yet (see KeySchemaDetect).
 func (s *Store) KeySchema() KeySchema { return KeySchema(s.schema.Load()) }
+
+// checkKeyTypes returns ErrInvalidOptions when defs, the attribute
+// definitions of a table whose KeySchema is elems, define a key attribute
+// as anything but a string (S): the store writes every key attribute as
+// one, so DynamoDB would refuse each of its calls. A key attribute defs
+// leaves out (a stand-in's description) is not judged.
+func checkKeyTypes(table string, elems []types.KeySchemaElement, defs []types.AttributeDefinition) error {
+	for _, e := range elems {
+		for _, d := range defs {
+			if aws.ToString(d.AttributeName) == aws.ToString(e.AttributeName) && d.AttributeType != types.ScalarAttributeTypeS {
+				return fmt.Errorf("%w: table %q defines its key attribute %q as %s, but the store writes it as a string (S): "+
+					"create the table with TableInput or ClassicTableInput (template.yaml), whose key attributes are strings",
+					ErrInvalidOptions, table, aws.ToString(e.AttributeName), d.AttributeType)
+			}
+		}
+	}
+	return nil
+}
