@@ -136,3 +136,36 @@ func TestAttackLongKeysNeverAnswerAnother(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackLongKeyNewLife states that a record keeps its full key
+// through every write that replaces the whole item: a claim over an
+// expired record of a long key (the PutItem of a new life) leaves a
+// record that reads back under that key, by Get, by FindRef and in
+// flight, and that a retry of the same request replays.
+func TestAttackLongKeyNewLife(t *testing.T) {
+	r := newRig(t)
+	s := r.store(t, dynamostore.Options{})
+	ctx := context.Background()
+	key := "life/" + rand.Text() + "/" + strings.Repeat("界", 400)
+	if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "f", Token: "old", Now: base, LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	later := base.Add(2 * time.Hour) // expired
+	res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "g", Token: "new", Now: later, LeaseUntil: later.Add(time.Minute), ExpiresAt: later.Add(time.Hour)})
+	if err != nil || !res.Acquired || res.Record.Key != key {
+		t.Fatalf("claim over the expired record = acquired %v, own key %v, %v", res.Acquired, res.Record.Key == key, err)
+	}
+	if rec, err := s.Get(ctx, key, later); err != nil || rec.Key != key || rec.Token != "new" {
+		t.Errorf("Get after the new life = own key %v, owner %q, %v", rec.Key == key, rec.Token, err)
+	}
+	if recs, err := s.FindRef(ctx, dedupe.KeyRef(key), later); err != nil || len(recs) != 1 || recs[0].Key != key {
+		t.Errorf("FindRef after the new life = %d records, %v", len(recs), err)
+	}
+	if err := s.Complete(ctx, dedupe.CompleteRequest{Key: key, Token: "new", Now: later, ExpiresAt: later.Add(time.Hour), Result: dedupe.Result{StatusCode: 202}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "g", Token: "again", Now: later, LeaseUntil: later.Add(time.Minute), ExpiresAt: later.Add(time.Hour)})
+	if err != nil || res.Acquired || res.Record.Key != key || res.Record.Result == nil || res.Record.Result.StatusCode != 202 {
+		t.Errorf("replay after the new life = acquired %v, own key %v, %v", res.Acquired, res.Record.Key == key, err)
+	}
+}
