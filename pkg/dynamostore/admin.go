@@ -87,7 +87,8 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 // refKeys returns the keys listed under ref, every page: on a table keyed
 // by reference, by a strongly consistent Query of the table (body items,
 // which carry no status, left out); on a classic one, by a Query of the
-// ref index.
+// ref index (with Options.SortKey, the items of its value only: a table
+// shared by stores under other values lists their records too).
 func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
@@ -123,6 +124,9 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 		for _, item := range q.Items {
 			if _, ok := item[s.attr.Status]; byRef && !ok {
 				continue // a body item
+			}
+			if v, ok := item[s.sortKey.Name].(*types.AttributeValueMemberS); s.sortKey.Name != "" && (!ok || v.Value != s.sortKey.Value) {
+				continue // the record of a store with another Options.SortKey value
 			}
 			key, found, err := s.storedKey(ctx, "find "+ref, item)
 			switch {
