@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // values: each store's operator lookups see its own records only, once
 // each. The same key claimed in both stores is two records; FindRef
 // (the ref index, which lists both items) answers each store with its
-// own record, once, and Forget in one store leaves the other's.
+// own record, once, as InFlight and Reap do; and Forget in one store
+// leaves the other's.
 func TestAttackSortKeySharedTable(t *testing.T) {
 	c := dynamotest.Client(t)
 	name := dynamotest.UniqueName("shared-single")
@@ -33,12 +35,21 @@ func TestAttackSortKeySharedTable(t *testing.T) {
 			{AttributeName: s("PK"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: s("SK"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: s("ref"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: s("inflight_shard"), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: s("lease_expires_at"), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: s("PK"), KeyType: types.KeyTypeHash}, {AttributeName: s("SK"), KeyType: types.KeyTypeRange}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName:  s("ref"),
 			KeySchema:  []types.KeySchemaElement{{AttributeName: s("ref"), KeyType: types.KeyTypeHash}},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}, {
+			IndexName: s("inflight"),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: s("inflight_shard"), KeyType: types.KeyTypeHash},
+				{AttributeName: s("lease_expires_at"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"owner", "status", "created_at"}},
 		}},
 	})
 	if err != nil {
@@ -79,6 +90,38 @@ func TestAttackSortKeySharedTable(t *testing.T) {
 		if err != nil || len(recs) != 1 || recs[0].Token != "tok-"+v {
 			t.Errorf("FindRef in store %s = %d records, %v; want its own record once", v, len(recs), err)
 		}
+	}
+	for v, st := range stores {
+		recs, _, err := st.InFlight(ctx, base, 10)
+		if err != nil || len(recs) != 1 || recs[0].Token != "tok-"+v {
+			t.Errorf("InFlight in store %s = %d records, %v; want its own record once", v, len(recs), err)
+		}
+	}
+	// Stranded in both: each store's reaper retires its own record and
+	// counts nothing of the other's.
+	rep, err := stores["A"].Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return base.Add(time.Hour / 2) }, Grace: time.Nanosecond})
+	if err != nil || rep.Found != 1 || rep.Cleared != 1 || rep.Skipped != 0 {
+		t.Errorf("Reap in store A = %+v, %v; want its own record found and cleared, nothing of B's", rep, err)
+	}
+	// A third store under its own value, with another shard count: its
+	// stranded records, filed by its count, are no shard mismatch of A's.
+	c3, err := dynamostore.New(c, dynamostore.Options{Table: name, SortKey: dynamostore.SortKey{Name: "SK", Value: "C"}, Attributes: dynamostore.Attributes{PartitionKey: "PK"}, Shards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if _, err := c3.Claim(ctx, dedupe.ClaimRequest{Key: fmt.Sprintf("%s/c/%d", key, i), Fingerprint: "f", Token: "tok-C", Now: base, LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := stores["A"].Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return base.Add(time.Hour / 2) }, Grace: time.Nanosecond}); err != nil || rep.Errors != 0 || rep.Found != 0 {
+		t.Errorf("Reap in store A beside C's stranded records = %+v, %v; want nothing found, no shard mismatch", rep, err)
+	}
+	if recs, _, err := stores["A"].InFlight(ctx, base, 100); err != nil || len(recs) != 1 {
+		t.Errorf("InFlight in store A beside C's records = %d records, %v; want A's own, no shard mismatch", len(recs), err)
+	}
+	if err := stores["A"].Complete(ctx, dedupe.CompleteRequest{Key: key, Token: "tok-A", Now: base, ExpiresAt: base.Add(time.Hour), Result: dedupe.Result{StatusCode: 200}}); err != nil {
+		t.Fatal(err)
 	}
 	if err := stores["A"].Forget(ctx, key, "tok-A"); err != nil {
 		t.Fatal(err)
