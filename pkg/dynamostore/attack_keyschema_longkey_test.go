@@ -169,3 +169,40 @@ func TestAttackLongKeyNewLife(t *testing.T) {
 		t.Errorf("replay after the new life = acquired %v, own key %v, %v", res.Acquired, res.Record.Key == key, err)
 	}
 }
+
+// TestAttackLongKeysLargeResults: on both key schemas, two long keys
+// that share all but their last byte, each completed with a response
+// too large for an item (LargeResults, S3), replay each its own body
+// byte for byte, and Inspect names each its own object.
+func TestAttackLongKeysLargeResults(t *testing.T) {
+	s3c, bucket := newS3(t, s3Endpoint(t))
+	for name, r := range rigs(t) {
+		t.Run(name, func(t *testing.T) {
+			s := r.store(t, dynamostore.Options{LargeResults: dynamostore.LargeResults{Client: s3c, Bucket: bucket}, CompressAbove: -1})
+			ctx := context.Background()
+			prefix := "large/" + rand.Text() + "/" + strings.Repeat("ö", 600)
+			bodies := map[string][]byte{}
+			for _, k := range []string{prefix + "a", prefix + "b"} {
+				b := make([]byte, 420<<10) // over the item limit
+				rand.Read(b)
+				bodies[k] = b
+				if _, err := s.Claim(ctx, dedupe.ClaimRequest{Key: k, Fingerprint: "f", Token: "t", Now: base, LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Complete(ctx, dedupe.CompleteRequest{Key: k, Token: "t", Now: base, ExpiresAt: base.Add(time.Hour), Result: dedupe.Result{StatusCode: 200, Body: b}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k, b := range bodies {
+				res, err := s.Claim(ctx, dedupe.ClaimRequest{Key: k, Fingerprint: "f", Token: "u", Now: base, LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)})
+				if err != nil || res.Acquired || res.Record.Key != k || res.Record.Result == nil || !bytes.Equal(res.Record.Result.Body, b) {
+					t.Errorf("replay: acquired %v, own key %v, own body %v, %v", res.Acquired, res.Record.Key == k, res.Record.Result != nil && bytes.Equal(res.Record.Result.Body, b), err)
+				}
+				in, err := s.Inspect(ctx, k, base)
+				if err != nil || in.Key != k || in.Object == nil || in.Object.Name != dynamostore.ObjectName("dedupe/", k, "t") {
+					t.Errorf("Inspect: own key %v, object %+v, %v; want its own object", in.Key == k, in.Object, err)
+				}
+			}
+		})
+	}
+}
