@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,34 @@ func TestAttackLongKeysLargeResults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttackShortenedKeyWithoutLongKey states that an operator's lookup
+// never hides a record: an item of a table keyed by reference whose sort
+// key is a shortened form but that carries no Attributes.LongKey (written
+// by a store that names the attribute otherwise, or by hand) is
+// reported as malformed by FindRef, InFlight and Reap, not skipped as if
+// it were gone.
+func TestAttackShortenedKeyWithoutLongKey(t *testing.T) {
+	r := newRig(t)
+	writer := r.store(t, dynamostore.Options{Attributes: dynamostore.Attributes{LongKey: "other_long_key"}})
+	s := r.store(t, dynamostore.Options{})
+	ctx := context.Background()
+	key := "nolong/" + rand.Text() + "/" + strings.Repeat("z", 1100)
+	if _, err := writer.Claim(ctx, dedupe.ClaimRequest{Key: key, Fingerprint: "f", Token: "t", Now: base, LeaseUntil: base.Add(time.Minute), ExpiresAt: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := s.FindRef(ctx, dedupe.KeyRef(key), base); !errors.Is(err, dynamostore.ErrMalformedItem) {
+		t.Errorf("FindRef = %d records, %v; want ErrMalformedItem", len(recs), err)
+	}
+	if recs, _, err := s.InFlight(ctx, base, 100); !errors.Is(err, dynamostore.ErrMalformedItem) {
+		t.Errorf("InFlight = %d records, %v; want ErrMalformedItem", len(recs), err)
+	}
+	// The reaper, whose index gives it no full key here either, counts
+	// an error (its alarm), not a record that changed.
+	later := base.Add(time.Hour / 2)
+	if rep, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return later }, Grace: time.Nanosecond}); !errors.Is(err, dynamostore.ErrMalformedItem) || rep.Errors != 1 || rep.Skipped != 0 {
+		t.Errorf("Reap = %+v, %v; want one error wrapping ErrMalformedItem", rep, err)
 	}
 }

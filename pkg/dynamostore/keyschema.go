@@ -168,11 +168,13 @@ func (s *Store) storedKey(ctx context.Context, op string, item map[string]types.
 		return key, d.err == nil, d.err
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      map[string]types.AttributeValue{a.Ref: item[a.Ref], a.PartitionKey: item[a.PartitionKey]},
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#lk"),
-		ExpressionAttributeNames: map[string]string{"#lk": a.LongKey},
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{a.Ref: item[a.Ref], a.PartitionKey: item[a.PartitionKey]},
+		ConsistentRead: aws.Bool(true),
+		// The sort key too, so that an item without the full key is told
+		// from one that is gone: malformed, never hidden.
+		ProjectionExpression:     aws.String("#lk, #pk"),
+		ExpressionAttributeNames: map[string]string{"#lk": a.LongKey, "#pk": a.PartitionKey},
 	})
 	if err != nil {
 		return "", false, wrap("dynamostore: "+op+": read the full key of a shortened one", err)
