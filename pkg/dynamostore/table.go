@@ -32,8 +32,8 @@ const createWait = 5 * time.Minute
 // sparse in-flight index DefaultIndex (partition inflight_shard N, sort
 // lease_expires_at N, projecting owner, status, created_at and long_key:
 // the reaper, whose role has no GetItem, reads everything it needs from
-// the index, the full key of a key too long for the sort key included). FindRef
-// queries the table itself. The in-flight index is needed only by Reap
+// the index, the full key of a key too long for the sort key included).
+// FindRef queries the table itself. The in-flight index is needed only by Reap
 // and InFlight: a table for a function that never uses them may drop it
 // (and the attribute definitions only it uses). TTL is a separate call:
 // enable it on expires_at. It is the schema of template.yaml's
@@ -56,9 +56,9 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 // TableInput, but with the partition key pk (S) alone and, for FindRef,
 // the KEYS_ONLY index DefaultRefIndex on ref (S), which costs one write
 // unit per fresh request more, and an in-flight index that does not
-// project long_key (a classic table's items have none). It is template.yaml's IdempotencyTable with
-// IdempotencyTableKeySchema classic, which a stack created before v0.2.0
-// keeps.
+// project long_key (a classic table's items have none). It is
+// template.yaml's IdempotencyTable with IdempotencyTableKeySchema
+// classic, which a stack created before v0.2.0 keeps.
 func ClassicTableInput(name string) *dynamodb.CreateTableInput {
 	a := DefaultAttributes()
 	in := tableInput(name)
