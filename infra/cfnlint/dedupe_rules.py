@@ -550,7 +550,7 @@ class BatchItemFailures(CloudFormationLintRule):
 class ReaperIndex(CloudFormationLintRule):
     id = "E9109"
     shortdesc = "dedupe: the reaper's index"
-    description = "The idempotency table of a reaper has the sparse index inflight (HASH inflight_shard, RANGE lease_expires_at), which every reap run queries."
+    description = "The idempotency table of a reaper has the sparse index inflight (HASH inflight_shard, RANGE lease_expires_at), which every reap run queries, projecting long_key on a table keyed by reference."
     source_url = SOURCE
     tags = ["dedupe", "dynamodb"]
 
