@@ -52,7 +52,7 @@ func TestTablesFromTemplate(t *testing.T) {
 					},
 					Projection: &types.Projection{
 						ProjectionType:   types.ProjectionTypeInclude,
-						NonKeyAttributes: []string{"owner", "status", "created_at"},
+						NonKeyAttributes: []string{"owner", "status", "created_at", "long_key"},
 					},
 				}},
 			},

@@ -305,7 +305,7 @@ func TestTemplateIdempotencyTable(t *testing.T) {
 		{"index name", gsi.IndexName, "inflight"},
 		{"index keys", keySchema(gsi.KeySchema), []string{"inflight_shard HASH", "lease_expires_at RANGE"}},
 		{"index projection", deref(gsi.Projection.ProjectionType), "INCLUDE"},
-		{"index projected attributes", gsi.Projection.NonKeyAttributes, []string{"owner", "status", "created_at"}},
+		{"index projected attributes", gsi.Projection.NonKeyAttributes, []string{"owner", "status", "created_at", "long_key"}},
 		{"index throughput", gsi.ProvisionedThroughput == nil, true},
 		{"pitr", deref(tbl.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled), true},
 		{"sse", tbl.SSESpecification.SSEEnabled, true},

@@ -550,7 +550,7 @@ class BatchItemFailures(CloudFormationLintRule):
 class ReaperIndex(CloudFormationLintRule):
     id = "E9109"
     shortdesc = "dedupe: the reaper's index"
-    description = "The idempotency table of a reaper has the sparse index inflight (HASH inflight_shard, RANGE lease_expires_at), which every reap run queries."
+    description = "The idempotency table of a reaper has the sparse index inflight (HASH inflight_shard, RANGE lease_expires_at), which every reap run queries, projecting long_key on a table keyed by reference."
     source_url = SOURCE
     tags = ["dedupe", "dynamodb"]
 
@@ -564,9 +564,27 @@ class ReaperIndex(CloudFormationLintRule):
             for kind, table in sorted(tokens):
                 if kind != "id" or table not in tables:
                     continue
-                if not all(any(g.get("IndexName") == "inflight" for g in _gsis(v)) for v in _variants(_props(tables[table]))):
+                variants = _variants(_props(tables[table]))
+                if not all(any(g.get("IndexName") == "inflight" for g in _gsis(v)) for v in variants):
                     matches.append(RuleMatch(["Resources", table, "Properties"],
                         f"dedupe: reaper {name} queries the index inflight of {table}, which has none: every run fails; "
                         f"fix: add the global secondary index inflight (HASH inflight_shard N, RANGE lease_expires_at N, "
-                        f"INCLUDE owner, status, created_at)"))
+                        f"INCLUDE owner, status, created_at, and long_key on a table keyed by reference)"))
+                elif any(_keyed_by_ref(v) and not _projects(g, "long_key")
+                         for v in variants for g in _gsis(v) if g.get("IndexName") == "inflight"):
+                    matches.append(RuleMatch(["Resources", table, "Properties"],
+                        f"dedupe: reaper {name} reads the full key of a key too long for the sort key of {table} (keyed by "
+                        f"reference) from its index inflight, which does not project long_key: such a stranded record fails "
+                        f"every run (the reaper may not GetItem); fix: add long_key to the index's NonKeyAttributes"))
         return matches
+
+
+def _projects(gsi, attr):
+    """Whether the index gsi projects the non-key attribute attr."""
+    p = gsi.get("Projection", {})
+    if not isinstance(p, dict):
+        return False
+    if p.get("ProjectionType") == "ALL":
+        return True
+    attrs = p.get("NonKeyAttributes", [])
+    return p.get("ProjectionType") == "INCLUDE" and isinstance(attrs, list) and attr in attrs

@@ -57,9 +57,11 @@ type Schema struct {
 // DefaultSchema is template.yaml's idempotency table, keyed by reference
 // (dynamostore.TableInput): key ref and pk, index inflight
 // (inflight_shard, lease_expires_at; projecting owner, status,
-// created_at).
+// created_at, long_key).
 func DefaultSchema() Schema {
-	return Schema{Keys: []string{"ref", "pk"}, Indexes: []Index{inflightIndex()}}
+	ix := inflightIndex()
+	ix.Projected = append(ix.Projected, "long_key")
+	return Schema{Keys: []string{"ref", "pk"}, Indexes: []Index{ix}}
 }
 
 // ClassicSchema is the classic idempotency table

@@ -87,7 +87,8 @@ func (s *Store) FindRef(ctx context.Context, ref string, now time.Time) ([]dedup
 // refKeys returns the keys listed under ref, every page: on a table keyed
 // by reference, by a strongly consistent Query of the table (body items,
 // which carry no status, left out); on a classic one, by a Query of the
-// ref index.
+// ref index (with Options.SortKey, the items of its value only: a table
+// shared by stores under other values lists their records too).
 func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 	if !dedupe.ValidRef(ref) {
 		return nil, fmt.Errorf("dynamostore: find %q: not a key reference (key: and 12 hex digits)", ref)
@@ -124,6 +125,9 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 			if _, ok := item[s.attr.Status]; byRef && !ok {
 				continue // a body item
 			}
+			if s.foreign(item) {
+				continue
+			}
 			key, found, err := s.storedKey(ctx, "find "+ref, item)
 			switch {
 			case err != nil:
@@ -137,6 +141,18 @@ func (s *Store) refKeys(ctx context.Context, ref string) ([]string, error) {
 		}
 		start = q.LastEvaluatedKey
 	}
+}
+
+// foreign reports whether item, an item of the table or of an index that
+// holds the table's keys, is another store's: on a single-table design
+// shared by stores under different Options.SortKey values, one whose sort
+// key holds another value.
+func (s *Store) foreign(item map[string]types.AttributeValue) bool {
+	if s.sortKey.Name == "" {
+		return false
+	}
+	v, ok := item[s.sortKey.Name].(*types.AttributeValueMemberS)
+	return !ok || v.Value != s.sortKey.Value
 }
 
 // InFlight implements dedupe.Admin: one Query per partition of the sparse
@@ -243,8 +259,12 @@ const probePage = 100
 // completed since the index listed it may keep its body there), and
 // reports whether it is live at now and IN_PROGRESS. The index holds
 // expired items until TTL deletes them, days late: those are absent, as
-// everywhere, and never a sign of another shard count.
+// everywhere, and never a sign of another shard count; so are the items
+// of another store on a shared single-table design (see foreign).
 func (s *Store) liveInFlight(ctx context.Context, item map[string]types.AttributeValue, now time.Time) (dedupe.Record, bool, error) {
+	if s.foreign(item) {
+		return dedupe.Record{}, false, nil
+	}
 	key, found, err := s.storedKey(ctx, "in flight", item)
 	switch {
 	case err != nil:

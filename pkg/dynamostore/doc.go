@@ -50,11 +50,11 @@
 //	                        (stranded); absent once completed or released
 //
 // The global secondary index inflight (partition key inflight_shard, sort
-// key lease_expires_at, projecting owner, status and created_at) is
-// sparse: Complete and Release remove inflight_shard, so the index holds
-// in-flight records only (and the stranded ones Reap retired, until they
-// expire) and Reap's cost grows with what is in flight, not with the
-// table.
+// key lease_expires_at, projecting owner, status and created_at, and
+// long_key on a table keyed by reference) is sparse: Complete and Release
+// remove inflight_shard, so the index holds in-flight records only (and
+// the stranded ones Reap retired, until they expire) and Reap's cost
+// grows with what is in flight, not with the table.
 //
 // # Calls per request
 //

@@ -157,11 +157,15 @@ func (c *globalCheck) check(ctx context.Context) error {
 			"(grant dynamodb:DescribeTable on the table, or set GlobalTables to GlobalTablesUnchecked and Options.KeySchema)", c.table), err)
 	}
 	var elems []types.KeySchemaElement
+	var defs []types.AttributeDefinition
 	if out.Table != nil {
-		elems = out.Table.KeySchema
+		elems, defs = out.Table.KeySchema, out.Table.AttributeDefinitions
 	}
 	schema, err := judgeKeySchema(c.table, elems, c.attr, c.sortKey, c.want)
 	if err != nil {
+		return err
+	}
+	if err := checkKeyTypes(c.table, elems, defs); err != nil {
 		return err
 	}
 	if schema == KeySchemaByRef && c.refIndex != "" {
@@ -207,7 +211,8 @@ func (c *globalCheck) atNew() (*globalCheck, error) {
 // checked returns nil once the store's table has passed the global-table
 // check. Until then it runs the check (one caller at a time) within ctx:
 // an error wrapping dedupe.ErrStoreUnavailable while DescribeTable fails
-// transiently, and the refusal, for good, once the table is refused.
+// transiently, and the refusal, for good, once the table is refused (a
+// failure met by a call whose context ended is not kept).
 func (s *Store) checked(ctx context.Context) error {
 	c := s.global
 	if c == nil || c.done.Load() {
@@ -225,7 +230,9 @@ func (s *Store) checked(ctx context.Context) error {
 	switch {
 	case err == nil:
 		c.done.Store(true)
-	case !errors.Is(err, dedupe.ErrStoreUnavailable):
+	case !errors.Is(err, dedupe.ErrStoreUnavailable) && ctx.Err() == nil:
+		// A caller that gave up (its context ended) learnt nothing
+		// about the table: the next call checks again.
 		c.refused = err
 	}
 	return err

@@ -48,7 +48,8 @@ const (
 	// DescribeTable of its global-table check (Options.GlobalTables):
 	// HASH Attributes.PartitionKey alone (with RANGE Options.SortKey.Name
 	// when SortKey is set) is classic; HASH Attributes.Ref with RANGE
-	// Attributes.PartitionKey is keyed by reference; anything else is
+	// Attributes.PartitionKey is keyed by reference; anything else, or a
+	// key attribute the table defines as other than a string (S), is
 	// refused (ErrInvalidOptions) naming what was found and what is
 	// expected. When that DescribeTable fails transiently, every call of
 	// the store fails with dedupe.ErrStoreUnavailable until it succeeds:
@@ -167,11 +168,13 @@ func (s *Store) storedKey(ctx context.Context, op string, item map[string]types.
 		return key, d.err == nil, d.err
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      map[string]types.AttributeValue{a.Ref: item[a.Ref], a.PartitionKey: item[a.PartitionKey]},
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#lk"),
-		ExpressionAttributeNames: map[string]string{"#lk": a.LongKey},
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{a.Ref: item[a.Ref], a.PartitionKey: item[a.PartitionKey]},
+		ConsistentRead: aws.Bool(true),
+		// The sort key too, so that an item without the full key is told
+		// from one that is gone: malformed, never hidden.
+		ProjectionExpression:     aws.String("#lk, #pk"),
+		ExpressionAttributeNames: map[string]string{"#lk": a.LongKey, "#pk": a.PartitionKey},
 	})
 	if err != nil {
 		return "", false, wrap("dynamostore: "+op+": read the full key of a shortened one", err)
@@ -233,3 +236,21 @@ func judgeKeySchema(table string, elems []types.KeySchemaElement, a Attributes, 
 // or KeySchemaClassic, or KeySchemaDetect while New's DescribeTable has
 // not answered yet (see KeySchemaDetect).
 func (s *Store) KeySchema() KeySchema { return KeySchema(s.schema.Load()) }
+
+// checkKeyTypes returns ErrInvalidOptions when defs, the attribute
+// definitions of a table whose KeySchema is elems, define a key attribute
+// as anything but a string (S): the store writes every key attribute as
+// one, so DynamoDB would refuse each of its calls. A key attribute defs
+// leaves out (a stand-in's description) is not judged.
+func checkKeyTypes(table string, elems []types.KeySchemaElement, defs []types.AttributeDefinition) error {
+	for _, e := range elems {
+		for _, d := range defs {
+			if aws.ToString(d.AttributeName) == aws.ToString(e.AttributeName) && d.AttributeType != types.ScalarAttributeTypeS {
+				return fmt.Errorf("%w: table %q defines its key attribute %q as %s, but the store writes it as a string (S): "+
+					"create the table with TableInput or ClassicTableInput (template.yaml), whose key attributes are strings",
+					ErrInvalidOptions, table, aws.ToString(e.AttributeName), d.AttributeType)
+			}
+		}
+	}
+	return nil
+}

@@ -275,6 +275,9 @@ func (r *reaper) shard(ctx context.Context, shard int) (res shardResult) {
 			if ctx.Err() != nil {
 				return res
 			}
+			if r.s.foreign(item) {
+				continue // another store's (Options.SortKey)
+			}
 			res.found++
 			switch err := r.clear(ctx, shard, item); {
 			case err == nil:

@@ -597,7 +597,7 @@ func TestDefaultsMatchTemplate(t *testing.T) {
 		t.Errorf("index keys = %v, want %v", keys, want)
 	}
 	projected := slices.Sorted(slices.Values(gsi.Projection.NonKeyAttributes))
-	if want := slices.Sorted(slices.Values([]string{a.Owner, a.Status, a.CreatedAt})); !slices.Equal(projected, want) {
+	if want := slices.Sorted(slices.Values([]string{a.Owner, a.Status, a.CreatedAt, a.LongKey})); !slices.Equal(projected, want) {
 		t.Errorf("index projects %v, want %v (what Reap reads)", projected, want)
 	}
 	if got := infra.FunctionEnv(tpl, "ReaperFunction")["REAPER_SHARDS"]; got != strconv.Itoa(dynamostore.DefaultShards) {

@@ -30,8 +30,10 @@ const createWait = 5 * time.Minute
 // names (DefaultAttributes): partition key ref (S, dedupe.KeyRef of the
 // stored key), sort key pk (S, the stored key), on-demand billing, and the
 // sparse in-flight index DefaultIndex (partition inflight_shard N, sort
-// lease_expires_at N, projecting owner, status and created_at). FindRef
-// queries the table itself. The in-flight index is needed only by Reap
+// lease_expires_at N, projecting owner, status, created_at and long_key:
+// the reaper, whose role has no GetItem, reads everything it needs from
+// the index, the full key of a key too long for the sort key included).
+// FindRef queries the table itself. The in-flight index is needed only by Reap
 // and InFlight: a table for a function that never uses them may drop it
 // (and the attribute definitions only it uses). TTL is a separate call:
 // enable it on expires_at. It is the schema of template.yaml's
@@ -44,6 +46,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		{AttributeName: aws.String(a.Ref), KeyType: types.KeyTypeHash},
 		{AttributeName: aws.String(a.PartitionKey), KeyType: types.KeyTypeRange},
 	}
+	p := in.GlobalSecondaryIndexes[0].Projection
+	p.NonKeyAttributes = append(p.NonKeyAttributes, a.LongKey)
 	return in
 }
 
@@ -51,9 +55,10 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 // table (KeySchemaClassic), the schema of versions before v0.2.0: as
 // TableInput, but with the partition key pk (S) alone and, for FindRef,
 // the KEYS_ONLY index DefaultRefIndex on ref (S), which costs one write
-// unit per fresh request more. It is template.yaml's IdempotencyTable with
-// IdempotencyTableKeySchema classic, which a stack created before v0.2.0
-// keeps.
+// unit per fresh request more, and an in-flight index that does not
+// project long_key (a classic table's items have none). It is
+// template.yaml's IdempotencyTable with IdempotencyTableKeySchema
+// classic, which a stack created before v0.2.0 keeps.
 func ClassicTableInput(name string) *dynamodb.CreateTableInput {
 	a := DefaultAttributes()
 	in := tableInput(name)

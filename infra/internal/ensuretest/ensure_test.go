@@ -98,7 +98,7 @@ func TestEnsureTablesDynalite(t *testing.T) {
 		{"index name", aws.ToString(gsi.IndexName), "inflight"},
 		{"index keys", keys(gsi.KeySchema), []string{"inflight_shard HASH", "lease_expires_at RANGE"}},
 		{"index projection", gsi.Projection.ProjectionType, types.ProjectionTypeInclude},
-		{"index projected attributes", projected, []string{"created_at", "owner", "status"}},
+		{"index projected attributes", projected, []string{"created_at", "long_key", "owner", "status"}},
 		{"index status", gsi.IndexStatus, types.IndexStatusActive},
 	}
 	for _, tt := range tests {

@@ -98,10 +98,12 @@ func TestPermissions(t *testing.T) {
 	}
 	now := time.Now()
 	strand(t, store, "reap-"+rand.Text(), now.Add(-time.Hour))
+	// A key too long for the sort key: the index gives its full key too.
+	strand(t, store, "reap-long-"+rand.Text()+strings.Repeat("k", dynamostore.MaxPlainSortKey), now.Add(-time.Hour))
 	rec.Reset()
 	rep, err := store.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return now }})
-	if err != nil || rep.Cleared == 0 {
-		t.Fatalf("Reap = %+v, %v; want a record cleared", rep, err)
+	if err != nil || rep.Cleared != 2 {
+		t.Fatalf("Reap = %+v, %v; want both records cleared", rep, err)
 	}
 	reaper, _ := r.split(rec.Calls())
 	parts = append(parts, infra.Part{Name: "reaper", Rule: "E9102", Grants: reaper,
