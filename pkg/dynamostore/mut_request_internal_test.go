@@ -6,15 +6,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/lambda-dedupe/dedupe/internal/dynamoitem"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
@@ -365,6 +371,70 @@ func TestShortenedSortKey(t *testing.T) {
 			if got != key[:want]+"#sha256:"+hex.EncodeToString(sum[:]) || !utf8.ValidString(got) || len(got) > 1024 || len(got) <= MaxPlainSortKey {
 				t.Errorf("%d bytes of a, then %q: sort key of %d bytes keeps %d bytes of the key, want %d", lead, r, len(got), strings.Index(got, "#sha256:"), want)
 			}
+		}
+	}
+}
+
+// TestUnavailableIsTransientOnly: a failure wraps
+// dedupe.ErrStoreUnavailable (which the guard may retry, or fail open on)
+// exactly when trying again later may succeed: throttling, a server-side
+// fault, a network failure, a deadline; never the caller's cancellation,
+// a request DynamoDB refuses, or a failed condition. The error itself
+// stays in the chain either way.
+func TestUnavailableIsTransientOnly(t *testing.T) {
+	api := func(code string) error { return &smithy.GenericAPIError{Code: code, Message: "m"} }
+	tests := []struct {
+		name      string
+		err       error
+		transient bool
+	}{
+		{"throttled", api("ThrottlingException"), true},
+		{"over provisioned throughput", api("ProvisionedThroughputExceededException"), true},
+		{"server fault", api("InternalServerError"), true},
+		{"another Region writing", api("ReplicatedWriteConflictException"), true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"deadline, wrapped", fmt.Errorf("operation: %w", context.DeadlineExceeded), true},
+		{"send failed", &smithyhttp.RequestSendError{Err: errors.New("dial")}, true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{"caller cancelled", context.Canceled, false},
+		{"caller cancelled, wrapped", fmt.Errorf("operation: %w", context.Canceled), false},
+		{"validation", api("ValidationException"), false},
+		{"access denied", api("AccessDeniedException"), false},
+		{"failed condition", &types.ConditionalCheckFailedException{Message: aws.String("m")}, false},
+		{"anything else", errors.New("boom"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := wrapErr("claim", "k", tt.err)
+			if got := errors.Is(err, dedupe.ErrStoreUnavailable); got != tt.transient {
+				t.Errorf("%v: unavailable %v, want %v", err, got, tt.transient)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("%v does not wrap %v", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestItemTooLarge: only DynamoDB's refusal of an item over its size limit
+// (a ValidationException saying so) sends Complete to store the record
+// without its result (or in S3); any other refusal is Complete's error.
+func TestItemTooLarge(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"too large", &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"}, true},
+		{"too large, wrapped", fmt.Errorf("op: %w", &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size to update has exceeded the maximum allowed size"}), true},
+		{"another validation", &smithy.GenericAPIError{Code: "ValidationException", Message: "One or more parameter values were invalid"}, false},
+		{"another code", &smithy.GenericAPIError{Code: "InternalServerError", Message: "exceeded the maximum allowed size"}, false},
+		{"not an API error", errors.New("exceeded the maximum allowed size"), false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		if got := isItemTooLarge(tt.err); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

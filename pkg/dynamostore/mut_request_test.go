@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
@@ -116,5 +117,73 @@ func TestCreateTableWithoutTTL(t *testing.T) {
 				t.Errorf("got %v, want ok %v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// racer passes calls through to Client, but runs races[i] before the
+// i-th fenced PutItem of a takeover (the one conditioned on the owner
+// seen), as another writer of the key would.
+type racer struct {
+	dynamostore.Client
+	races []func()
+	n     int
+}
+
+func (c *racer) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if strings.Contains(aws.ToString(in.ConditionExpression), ":owner") && c.n < len(c.races) {
+		c.n++
+		c.races[c.n-1]()
+	}
+	return c.Client.PutItem(ctx, in, o...)
+}
+
+// TestClaimLosingEveryRace: a claim whose fenced takeovers all lose to
+// racing writers is not acquired, and never answers with a record that
+// is free for it: it returns the record it last saw when that one is
+// held by another (the caller's conflict), and a zero Record (the caller
+// claims again) when the record is still free for it.
+func TestClaimLosingEveryRace(t *testing.T) {
+	r := newRig(t)
+	plain := r.store(t, dynamostore.Options{})
+	ctx := context.Background()
+	stranded := base.Add(2 * time.Minute)
+	claim := func(t *testing.T, k, tok string, release bool) func() {
+		return func() {
+			if res, err := plain.Claim(ctx, lifeClaim(k, tok, stranded)); err != nil || !res.Acquired {
+				t.Errorf("racing claim by %s: %+v, %v", tok, res, err)
+			}
+			if release {
+				if err := plain.Release(ctx, k, tok); err != nil {
+					t.Errorf("racing release by %s: %v", tok, err)
+				}
+			}
+		}
+	}
+	for _, lastHeld := range []bool{false, true} {
+		k := rand.Text()
+		if res, err := plain.Claim(ctx, lifeClaim(k, "tok-a", base)); err != nil || !res.Acquired {
+			t.Fatal(res, err)
+		}
+		// A record from before first_token: the claim takes it over with
+		// a fenced PutItem, which each race makes fail.
+		if _, err := r.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.table),
+			Key: r.key(k), UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
+			t.Fatal(err)
+		}
+		c := &racer{Client: r.client, races: []func(){claim(t, k, "tok-c", true), claim(t, k, "tok-d", !lastHeld)}}
+		s, err := dynamostore.New(c, dynamostore.Options{Table: r.table})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Claim(ctx, lifeClaim(k, "tok-b", stranded))
+		if err != nil || res.Acquired || c.n != len(c.races) {
+			t.Fatalf("last racer holds %v: claim = %+v, %v after %d races; want not acquired after %d", lastHeld, res, err, c.n, len(c.races))
+		}
+		if lastHeld && (res.Record.Token != "tok-d" || res.Record.Status != dedupe.StatusInProgress) {
+			t.Errorf("last racer holds the key: claim returned %+v, want tok-d's record", res.Record)
+		}
+		if !lastHeld && res.Record != (dedupe.Record{}) {
+			t.Errorf("the key is free again: claim returned %+v, want a zero Record", res.Record)
+		}
 	}
 }
