@@ -145,7 +145,7 @@ func TestCompletedSizeIsTheItemsSize(t *testing.T) {
 			req := completion(c, tt.result)
 			res := s.encodeResult(req.Result)
 			if tt.object {
-				sum := make([]byte, sha256Size)
+				sum := make([]byte, sha256.Size)
 				res.object = &objectRef{bucket: "results", name: ObjectName(DefaultObjectPrefix, req.Key, req.Token), size: int64(len(res.body)), sha256: sum}
 				res.body = nil
 			}
