@@ -438,3 +438,54 @@ func TestItemTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedRecordsAreRefused: a record the store cannot read as it
+// was written (an encoding it does not know, such as a later version's, a
+// body item's encoding without its marker, an attribute of the wrong type
+// or missing, a body that does not decompress) is refused with
+// ErrMalformedItem, never answered with an empty or partial result, and
+// never reported as unavailable.
+func TestMalformedRecordsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	a := DefaultAttributes()
+	b := func(v []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: v} }
+	tests := []struct {
+		name    string
+		body    []byte // the completed result's body (2,000 bytes go to a body item)
+		corrupt func(item map[string]types.AttributeValue)
+	}{
+		{"unknown encoding", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResEncoding] = str("zstd") }},
+		{"body item without its marker", make([]byte, 2000), func(i map[string]types.AttributeValue) { i[a.ResEncoding] = str(EncodingIdentity) }},
+		{"body item not a map", make([]byte, 2000), func(i map[string]types.AttributeValue) { i[a.ResItem] = str("x") }},
+		{"body item without its digest", make([]byte, 2000), func(i map[string]types.AttributeValue) {
+			i[a.ResItem] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{objSize: num(2000)}}
+		}},
+		{"owner missing", []byte("ok"), func(i map[string]types.AttributeValue) { delete(i, a.Owner) }},
+		{"owner a number", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.Owner] = num(1) }},
+		{"status a string", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResStatus] = str("200") }},
+		{"status not a number", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResStatus] = &types.AttributeValueMemberN{Value: "2x"} }},
+		{"headers a Boolean", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResHeaders] = &types.AttributeValueMemberBOOL{} }},
+		{"headers truncated", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResHeaders] = b([]byte{headersVersion, 1}) }},
+		{"body a string", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResBody] = str("ok") }},
+		{"omitted a string", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResOmitted] = str("false") }},
+		{"gzip that is not", []byte("ok"), func(i map[string]types.AttributeValue) { i[a.ResEncoding] = str(EncodingGzip) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, m := memStore(t, Options{})
+			c := memClaim("k", "tok", "", "")
+			pk := m.claimed(s, c)
+			if err := s.Complete(ctx, completion(c, dedupe.Result{StatusCode: 200, Headers: map[string][]string{"A": {"1"}}, Body: tt.body})); err != nil {
+				t.Fatal(err)
+			}
+			if rec, err := s.Get(ctx, c.Key, c.Now); err != nil || rec.Result == nil {
+				t.Fatalf("before: Get = %+v, %v", rec, err)
+			}
+			tt.corrupt(m.items[pk])
+			rec, err := s.Get(ctx, c.Key, c.Now)
+			if !errors.Is(err, ErrMalformedItem) || errors.Is(err, dedupe.ErrStoreUnavailable) || rec.Result != nil {
+				t.Errorf("Get = result %+v, %v; want ErrMalformedItem and no result", rec.Result, err)
+			}
+		})
+	}
+}
