@@ -187,3 +187,31 @@ func TestClaimLosingEveryRace(t *testing.T) {
 		}
 	}
 }
+
+// TestKeySchemaRefusalNamesTheFix: when New refuses a table's key schema
+// because of an option, the refusal says which option to change: a
+// SortKey on a table keyed by reference is unset, a stated KeySchema that
+// the table contradicts is set to what the table is.
+func TestKeySchemaRefusalNamesTheFix(t *testing.T) {
+	sk := dynamostore.SortKey{Name: "sk", Value: "v"}
+	tests := []struct {
+		name string
+		keys []types.KeySchemaElement
+		opts dynamostore.Options
+		fix  string
+	}{
+		{"sort key on a table keyed by reference", keys("ref", "HASH", "pk", "RANGE"), dynamostore.Options{SortKey: sk}, "unset SortKey"},
+		{"classic stated, keyed by reference found", keys("ref", "HASH", "pk", "RANGE"), dynamostore.Options{KeySchema: dynamostore.KeySchemaClassic}, "set KeySchema to KeySchemaByRef"},
+		{"keyed by reference stated, classic found", keys("pk", "HASH"), dynamostore.Options{KeySchema: dynamostore.KeySchemaByRef}, "set KeySchema to KeySchemaClassic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Table = "t"
+			_, err := dynamostore.New(&describeStub{table: &types.TableDescription{TableName: aws.String("t"), KeySchema: tt.keys}}, opts)
+			if !errors.Is(err, dynamostore.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.fix) {
+				t.Errorf("New = %v, want ErrInvalidOptions saying %q", err, tt.fix)
+			}
+		})
+	}
+}
