@@ -144,6 +144,9 @@ func decodeHeaders(b []byte) (map[string][]string, error) {
 // DynamoDB's accounting (internal/dynamoitem, which pkg/memstore applies
 // too): attribute name lengths plus value sizes. The fingerprint, which
 // Complete does not see, is left to the margin in DefaultMaxItemBytes.
+// Complete sizes a result before its body may go to a body item, and
+// completeLarge with its body in S3: a result naming a body item is never
+// sized.
 func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int {
 	a := s.attr
 	size := dynamoitem.CompletedSize(dynamoitem.Names{
@@ -163,14 +166,8 @@ func (s *Store) completedSize(req dedupe.CompleteRequest, res encodedResult) int
 	if res.object != nil {
 		size += res.object.attrSize(a.ResObject) + len(a.ResEncoding) + len(res.encoding)
 	}
-	if res.item != nil {
-		size += len(a.ResItem) + 3 + len(objSize) + 9 + 1 + len(objSHA256) + sha256Size + 1 + len(a.ResEncoding) + len(res.encoding)
-	}
 	return size
 }
-
-// sha256Size is the length of a SHA-256 digest.
-const sha256Size = 32
 
 // decode turns a stored item into a Record. A completed record whose body
 // is an S3 object (LargeResults) or a body item needs it: decode refuses
