@@ -1,0 +1,123 @@
+package dynamostore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
+)
+
+// TestReapWarnsAboveWarnAge pins ReapOptions.WarnAge as documented: a
+// cleared record whose claim is more than WarnAge old is logged at warning
+// level (its invocation likely died after starting its side effect), one
+// exactly WarnAge old or younger at info; zero means DefaultReapWarnAge
+// (15 minutes, written out so that a change to the default fails here).
+// An operator's alert on the warnings relies on each of these.
+func TestReapWarnsAboveWarnAge(t *testing.T) {
+	tests := []struct {
+		name    string
+		warnAge time.Duration
+		ages    map[time.Duration]slog.Level // claim age at the run: level of its line
+	}{
+		{"zero means 15 minutes", 0, map[time.Duration]slog.Level{
+			14 * time.Minute: slog.LevelInfo,
+			16 * time.Minute: slog.LevelWarn,
+		}},
+		{"exactly WarnAge is not above it", 15 * time.Minute, map[time.Duration]slog.Level{
+			15 * time.Minute:                  slog.LevelInfo,
+			15*time.Minute + time.Millisecond: slog.LevelWarn,
+			15*time.Minute - time.Millisecond: slog.LevelInfo,
+		}},
+		{"configured", time.Hour, map[time.Duration]slog.Level{
+			30 * time.Minute: slog.LevelInfo,
+			90 * time.Minute: slog.LevelWarn,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t)
+			s := r.store(t, dynamostore.Options{})
+			want := map[string]slog.Level{} // by KeyRef
+			for age, level := range tt.ages {
+				keys, _ := seedInFlight(t, s, stranded{prefix: fmt.Sprint("age", age), n: 1, claimed: age, lease: time.Minute})
+				want[dedupe.KeyRef(keys[0])] = level
+			}
+			var logs bytes.Buffer
+			report, err := s.Reap(context.Background(), dynamostore.ReapOptions{
+				Now:     func() time.Time { return base },
+				WarnAge: tt.warnAge,
+				Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
+			})
+			if err != nil || report.Cleared != len(tt.ages) {
+				t.Fatalf("Reap = %+v, %v; want %d cleared", report, err, len(tt.ages))
+			}
+			got := map[string]slog.Level{}
+			for _, l := range logLines(t, &logs) {
+				var level slog.Level
+				if err := level.UnmarshalText([]byte(fmt.Sprint(l["level"]))); err != nil {
+					t.Fatalf("log line %v: %v", l, err)
+				}
+				got[fmt.Sprint(l["key"])] = level
+			}
+			if len(got) != len(want) {
+				t.Errorf("got %d cleared records logged, want %d", len(got), len(want))
+			}
+			for ref, level := range want {
+				if got[ref] != level {
+					t.Errorf("%s: got level %v, want %v", ref, got[ref], level)
+				}
+			}
+		})
+	}
+}
+
+// TestReapMarginDefaultAndConfigured pins ReapOptions.Margin as
+// documented: Reap starts no call within Margin of the context's deadline,
+// so that the reaper Lambda returns its report before it is killed; zero
+// means DefaultReapMargin (2 s), and a Margin larger than the default is
+// honoured, not replaced by it. A run with no time makes no call at all and
+// reports every shard left.
+func TestReapMarginDefaultAndConfigured(t *testing.T) {
+	r := newRig(t)
+	s := r.store(t, dynamostore.Options{})
+	keys, _ := seedInFlight(t, s, stranded{prefix: "margin", n: 3, claimed: 10 * time.Minute, lease: time.Minute})
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	tests := []struct {
+		name     string
+		deadline time.Duration // from the real now
+		margin   time.Duration
+	}{
+		// 1 s left, under the default 2 s: the deadline for calls has passed.
+		{"zero means 2 s", time.Second, 0},
+		// An hour left, under the configured two.
+		{"configured above the default", time.Hour, 2 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(tt.deadline))
+			defer cancel()
+			r.calls.reset()
+			report, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return base }, Margin: tt.margin})
+			if err != nil {
+				t.Fatalf("Reap: %v", err)
+			}
+			want := dynamostore.ReapReport{Truncated: true, ShardsLeft: all}
+			if !equalReport(report, want) {
+				t.Errorf("got %+v, want %+v", report, want)
+			}
+			if ops, _ := r.calls.snapshot(); len(ops) != 0 {
+				t.Errorf("calls = %v, want none", ops)
+			}
+		})
+	}
+	for _, k := range keys {
+		if !r.inIndex(t, k) {
+			t.Errorf("%s retired by a run that had no time", k)
+		}
+	}
+}
