@@ -121,3 +121,46 @@ func TestReapMarginDefaultAndConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestReapNeverRetiresARunningLease: the reaper never retires a record
+// whose lease is running when it writes, even one its Query listed as
+// stranded. Between the Query and the update, the owner renews its lease
+// (its clock a little behind the reaper's, which is what Grace allows
+// for): the owner and the status are unchanged, so only the lease fences
+// the update. The record stays in its shard with the renewed lease,
+// counted as Skipped, and a later run past the new lease end retires it.
+func TestReapNeverRetiresARunningLease(t *testing.T) {
+	r := newRig(t)
+	s := r.store(t, dynamostore.Options{})
+	ctx := context.Background()
+	keys, tokens := seedInFlight(t, s, stranded{prefix: "renewed", n: 1, claimed: 10 * time.Minute, lease: time.Minute})
+	key, token := keys[0], tokens[0]
+	leaseEnd := base.Add(-9 * time.Minute)
+	renewed := base.Add(5 * time.Minute)
+	var hookErr error
+	hook := func(ctx context.Context, k string) {
+		if k != key {
+			return
+		}
+		hookErr = s.Extend(ctx, dedupe.ExtendRequest{Key: key, Token: token, Now: leaseEnd.Add(-time.Second),
+			LeaseUntil: renewed, ExpiresAt: renewed.Add(time.Hour)})
+	}
+	report, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return base }, BeforeDelete: hook})
+	if err != nil || hookErr != nil {
+		t.Fatalf("Reap: %v; renewal: %v", err, hookErr)
+	}
+	if want := (dynamostore.ReapReport{Found: 1, Skipped: 1, Pages: dynamostore.DefaultShards, ItemsRead: 1}); !equalReport(report, want) {
+		t.Errorf("got %+v, want %+v", report, want)
+	}
+	rec, err := s.Get(ctx, key, base)
+	if err != nil || rec.Token != token || rec.Status != dedupe.StatusInProgress || !rec.LeaseExpiresAt.Equal(renewed) {
+		t.Errorf("renewed record = %+v, %v; want its owner's, in progress, lease until %v", rec, err, renewed)
+	}
+	if !r.inIndex(t, key) || r.retired(t, key) {
+		t.Errorf("renewed record: in its shard %v, retired %v; want in its shard", r.inIndex(t, key), r.retired(t, key))
+	}
+	later := renewed.Add(time.Minute)
+	if again, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return later }}); err != nil || again.Cleared != 1 || !r.retired(t, key) {
+		t.Errorf("Reap after the renewed lease = %+v, %v; want it retired", again, err)
+	}
+}
