@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -84,6 +87,44 @@ func TestLargeResultsInvariants(t *testing.T) {
 					t.Errorf("record names an object %v, want %v", inS3, !tt.omitted)
 				}
 			})
+		}
+	})
+
+	// Every object is written under LargeResults.Prefix, where the role's
+	// s3:PutObject grant and the bucket's lifecycle rule are scoped, with
+	// the name ObjectName gives: an operator finds it from the key and the
+	// owner token. Its record names it and its size as stored.
+	t.Run("objects are named under the configured Prefix", func(t *testing.T) {
+		const prefix = "tenant-a/results/"
+		s, err := dynamostore.New(r.client, dynamostore.Options{Table: r.table,
+			LargeResults: dynamostore.LargeResults{Client: raw, Bucket: bucket, Prefix: prefix}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, token := "prefixed-"+rand.Text(), "tok-"+rand.Text()
+		body := bigBody(450 << 10)
+		if res, err := s.Claim(ctx, lifeClaim(key, token, base)); err != nil || !res.Acquired {
+			t.Fatalf("claim: %+v, %v", res, err)
+		}
+		if err := s.Complete(ctx, dedupe.CompleteRequest{Key: key, Token: token, Now: base, ExpiresAt: base.Add(time.Hour),
+			Result: dedupe.Result{StatusCode: 200, Body: body}}); err != nil {
+			t.Fatal(err)
+		}
+		ins, err := s.Inspect(ctx, key, base)
+		want := dynamostore.Object{Bucket: bucket, Name: dynamostore.ObjectName(prefix, key, token), Size: int64(len(body)), Encoding: dynamoitem.EncodingIdentity}
+		if err != nil || ins.Object == nil || *ins.Object != want {
+			t.Fatalf("Inspect = %+v, %v; want the object %+v", ins.Object, err, want)
+		}
+		out, err := raw.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(want.Name)})
+		if err != nil {
+			t.Fatalf("get %s: %v", want.Name, err)
+		}
+		defer out.Body.Close()
+		if got, err := io.ReadAll(out.Body); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("object %s holds %d bytes, %v; want the body", want.Name, len(got), err)
+		}
+		if rec, err := s.Get(ctx, key, base); err != nil || rec.Result == nil || !bytes.Equal(rec.Result.Body, body) {
+			t.Errorf("Get = %v; want the body replayed from %s", err, want.Name)
 		}
 	})
 
