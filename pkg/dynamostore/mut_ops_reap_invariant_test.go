@@ -5,8 +5,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
@@ -162,5 +168,86 @@ func TestReapNeverRetiresARunningLease(t *testing.T) {
 	later := renewed.Add(time.Minute)
 	if again, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return later }}); err != nil || again.Cleared != 1 || !r.retired(t, key) {
 		t.Errorf("Reap after the renewed lease = %+v, %v; want it retired", again, err)
+	}
+}
+
+// reapStub is an in-flight index of one stranded record per shard, for a
+// Reap in a synctest bubble: Query lists shard's record, UpdateItem
+// retires it. It makes no other call.
+type reapStub struct {
+	dynamostore.Client
+	keys map[string]string // by shard, as the Query's :shard holds it
+}
+
+func (r *reapStub) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	shard := in.ExpressionAttributeValues[":shard"].(*types.AttributeValueMemberN).Value
+	ms := strconv.FormatInt(base.Add(-10*time.Minute).UnixMilli(), 10)
+	item := map[string]types.AttributeValue{
+		"pk":               &types.AttributeValueMemberS{Value: r.keys[shard]},
+		"owner":            &types.AttributeValueMemberS{Value: "tok"},
+		"status":           &types.AttributeValueMemberS{Value: string(dedupe.StatusInProgress)},
+		"lease_expires_at": &types.AttributeValueMemberN{Value: ms},
+		"created_at":       &types.AttributeValueMemberN{Value: ms},
+	}
+	return &dynamodb.QueryOutput{Items: []map[string]types.AttributeValue{item}, Count: 1, ScannedCount: 1}, nil
+}
+
+func (r *reapStub) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// TestReapWorkersBoundTheFanOut pins ReapOptions.Workers as documented: at
+// most Workers shards are reaped at once (the load an operator allows the
+// reaper on the table), never more than there are shards; zero means
+// DefaultReapWorkers (4, written out). In a synctest bubble every
+// candidate's update waits a second, so all the workers that exist are
+// seen inside at once.
+func TestReapWorkersBoundTheFanOut(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		workers int
+		want    int
+	}{
+		{"one", 1, 1},
+		{"two", 2, 2},
+		{"zero means 4", 0, 4},
+		{"no more than the shards", 100, dynamostore.DefaultShards},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stub := &reapStub{keys: map[string]string{}}
+				s, err := dynamostore.New(stub, dynamostore.Options{Table: "t", GlobalTables: dynamostore.GlobalTablesUnchecked,
+					KeySchema: dynamostore.KeySchemaClassic})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; len(stub.keys) < dynamostore.DefaultShards; i++ {
+					k := fmt.Sprintf("fanout/%d", i)
+					if sh := strconv.Itoa(s.Shard(k)); stub.keys[sh] == "" {
+						stub.keys[sh] = k
+					}
+				}
+				var mu sync.Mutex
+				in, most := 0, 0
+				hook := func(context.Context, string) {
+					mu.Lock()
+					in++
+					most = max(most, in)
+					mu.Unlock()
+					time.Sleep(time.Second)
+					mu.Lock()
+					in--
+					mu.Unlock()
+				}
+				report, err := s.Reap(context.Background(), dynamostore.ReapOptions{Now: func() time.Time { return base },
+					Workers: tt.workers, BeforeDelete: hook})
+				if err != nil || report.Cleared != dynamostore.DefaultShards || report.Truncated {
+					t.Fatalf("Reap = %+v, %v; want every shard's record cleared", report, err)
+				}
+				if most != tt.want {
+					t.Errorf("got %d shards reaped at once, want %d", most, tt.want)
+				}
+			})
+		})
 	}
 }
