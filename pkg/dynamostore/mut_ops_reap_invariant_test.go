@@ -82,52 +82,6 @@ func TestReapWarnsAboveWarnAge(t *testing.T) {
 	}
 }
 
-// TestReapMarginDefaultAndConfigured pins ReapOptions.Margin as
-// documented: Reap starts no call within Margin of the context's deadline,
-// so that the reaper Lambda returns its report before it is killed; zero
-// means DefaultReapMargin (2 s), and a Margin larger than the default is
-// honoured, not replaced by it. A run with no time makes no call at all and
-// reports every shard left.
-func TestReapMarginDefaultAndConfigured(t *testing.T) {
-	r := newRig(t)
-	s := r.store(t, dynamostore.Options{})
-	keys, _ := seedInFlight(t, s, stranded{prefix: "margin", n: 3, claimed: 10 * time.Minute, lease: time.Minute})
-	all := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	tests := []struct {
-		name     string
-		deadline time.Duration // from the real now
-		margin   time.Duration
-	}{
-		// 1 s left, under the default 2 s: the deadline for calls has passed.
-		{"zero means 2 s", time.Second, 0},
-		// An hour left, under the configured two.
-		{"configured above the default", time.Hour, 2 * time.Hour},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(tt.deadline))
-			defer cancel()
-			r.calls.reset()
-			report, err := s.Reap(ctx, dynamostore.ReapOptions{Now: func() time.Time { return base }, Margin: tt.margin})
-			if err != nil {
-				t.Fatalf("Reap: %v", err)
-			}
-			want := dynamostore.ReapReport{Truncated: true, ShardsLeft: all}
-			if !equalReport(report, want) {
-				t.Errorf("got %+v, want %+v", report, want)
-			}
-			if ops, _ := r.calls.snapshot(); len(ops) != 0 {
-				t.Errorf("calls = %v, want none", ops)
-			}
-		})
-	}
-	for _, k := range keys {
-		if !r.inIndex(t, k) {
-			t.Errorf("%s retired by a run that had no time", k)
-		}
-	}
-}
-
 // TestReapNeverRetiresARunningLease: the reaper never retires a record
 // whose lease is running when it writes, even one its Query listed as
 // stranded. Between the Query and the update, the owner renews its lease

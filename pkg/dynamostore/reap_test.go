@@ -405,6 +405,12 @@ func TestReapPagination(t *testing.T) {
 	}
 }
 
+// TestReapDeadline pins ReapOptions.Margin as documented: Reap starts no
+// call within Margin of the context's deadline, so that the reaper Lambda
+// returns its report before it is killed; zero means DefaultReapMargin
+// (2 s), and a Margin larger than the default is honoured, not replaced
+// by it. A run with no time makes no call at all, reports every shard
+// left, and neither clears nor retires a record.
 func TestReapDeadline(t *testing.T) {
 	r := newRig(t)
 	s := r.store(t, dynamostore.Options{})
@@ -417,6 +423,10 @@ func TestReapDeadline(t *testing.T) {
 	}{
 		{"deadline passed", -time.Second, 0},
 		{"deadline within the margin", time.Second, 5 * time.Second},
+		// 1 s left, under the default 2 s.
+		{"zero means 2 s", time.Second, 0},
+		// An hour left, under the configured two.
+		{"configured above the default", time.Hour, 2 * time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -439,6 +449,9 @@ func TestReapDeadline(t *testing.T) {
 	for _, k := range keys {
 		if !r.exists(t, k) {
 			t.Errorf("%s cleared by a run that had no time", k)
+		}
+		if !r.inIndex(t, k) {
+			t.Errorf("%s retired by a run that had no time", k)
 		}
 	}
 }
