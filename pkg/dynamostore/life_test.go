@@ -3,8 +3,6 @@ package dynamostore_test
 import (
 	"context"
 	"crypto/rand"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -155,21 +153,6 @@ func TestClaimResentWrites(t *testing.T) {
 	}
 }
 
-// interloper runs hook once, just before the first fenced write (the
-// takeover's second PutItem) is sent.
-type interloper struct {
-	dynamostore.Client
-	once sync.Once
-	hook func()
-}
-
-func (c *interloper) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if strings.Contains(aws.ToString(in.ConditionExpression), ":owner") {
-		c.once.Do(c.hook)
-	}
-	return c.Client.PutItem(ctx, in, o...)
-}
-
 // TestTakeoverFence: the claim's UpdateItem takes a free record in one
 // call, its condition checked where the record is; a free record it
 // cannot take (one without first_token, written before it existed) is
@@ -214,7 +197,7 @@ func TestTakeoverFence(t *testing.T) {
 				Key: r.key(k), UpdateExpression: aws.String("REMOVE first_token")}); err != nil {
 				t.Fatal(err)
 			}
-			c := &interloper{Client: r.client, hook: func() { tc.race(t, k) }}
+			c := &racer{Client: r.client, races: []func(){func() { tc.race(t, k) }}}
 			s, err := dynamostore.New(c, dynamostore.Options{Table: r.table})
 			if err != nil {
 				t.Fatal(err)
