@@ -285,7 +285,9 @@ bench: deps-test withdynalite withservers ## the report (table, build/bench/benc
 # uses (the S3 tests start their own moto_server). localtest/cmd/mutate
 # writes the report, build/mutate/<pkg>.txt, .json and .log, and prints
 # the summary. MUTATE_ARGS passes it flags, e.g.
-# MUTATE_ARGS='-files=guard.go,cache.go -workers=2'. It takes long
+# MUTATE_ARGS='-files=guard.go,cache.go -workers=2', or
+# MUTATE_ARGS='-recheck=build/mutate/pkg-x.json' to test only a report's
+# survivors again (docs/development.md). It takes long
 # (pkg/dedupe: some 30 minutes on 2 cores), so `make test` runs it only on a fixture (TestMakeMutate).
 MUTATE_ARGS ?=
 

@@ -5,7 +5,8 @@
 // Usage:
 //
 //	go run ./localtest/cmd/mutate [-out build/mutate] [-files F.go,G.go]
-//		[-workers N] [-timeout-coefficient N] [-equivalent FILE] [-v] PKG
+//		[-recheck REPORT.json] [-workers N] [-timeout-coefficient N]
+//		[-equivalent FILE] [-v] PKG
 //
 // PKG is a package directory, such as ./pkg/dedupe. Only the package's own
 // non-test files are mutated, never those of the packages below it (each
@@ -40,6 +41,14 @@
 // (pkg/dedupe/cache.go:57:14), its mutator (CONDITIONALS_BOUNDARY), a
 // colon and the reason no behaviour can tell it apart.
 //
-// The exit code is 0 when gremlins ran, whatever the figures; 1 when it
-// could not run or wrote no report; 2 for bad usage.
+// With -recheck REPORT.json it runs no gremlins: it tests again, by hand,
+// the LIVED and NOT COVERED mutants of that report (of the -files, when
+// given), each applied to a snapshot of the module, and writes
+// pkg-dedupe.recheck.json and .txt; see docs/development.md for what
+// each status then means. A mutant whose position no longer holds the
+// operator its mutator changes is listed as MOVED, never counted.
+//
+// The exit code is 0 when gremlins (or the recheck) ran, whatever the
+// figures; 1 when it could not run, wrote no report, or a recheck found
+// a mutant MOVED; 2 for bad usage.
 package main

@@ -28,6 +28,7 @@ type options struct {
 	workers    int
 	coeff      int
 	verbose    bool
+	recheck    string // a gremlins report whose survivors are tested again; "" runs gremlins
 	pkg        string
 }
 
@@ -42,8 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.workers, "workers", 1, "mutants tested at once (gremlins --workers)")
 	fs.IntVar(&o.coeff, "timeout-coefficient", 3, "a mutant's tests time out after this many times the unmutated tests' time (gremlins --timeout-coefficient)")
 	fs.BoolVar(&o.verbose, "v", false, "copy gremlins' output to standard error")
+	fs.StringVar(&o.recheck, "recheck", "", "instead of running gremlins, test the LIVED and NOT COVERED mutants of this gremlins `report` (a .json) again, by hand")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mutate [-out DIR] [-files F.go,G.go] [-workers N] [-timeout-coefficient N] [-equivalent FILE] [-v] PKG")
+		fmt.Fprintln(stderr, "usage: mutate [-out DIR] [-files F.go,G.go] [-recheck REPORT.json] [-workers N] [-timeout-coefficient N] [-equivalent FILE] [-v] PKG")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +64,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mutate: -workers and -timeout-coefficient must be at least 1")
 		return 2
 	}
+	if o.recheck != "" {
+		sum, nMoved, err := recheck(o, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "mutate: recheck: %v\n", err)
+			return 1
+		}
+		fmt.Fprint(stdout, sum)
+		if nMoved > 0 {
+			fmt.Fprintf(stderr, "mutate: recheck incomplete: %d mutants are not where the report puts them (listed as MOVED); run gremlins again\n", nMoved)
+			return 1
+		}
+		return 0
+	}
 	sum, err := mutate(o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mutate: %v\n", err)
@@ -73,19 +88,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // mutate runs gremlins for o and returns the summary it wrote.
 func mutate(o options, stderr io.Writer) (string, error) {
-	dir, err := filepath.Abs(o.pkg)
+	root, rel, err := locate(o.pkg)
 	if err != nil {
 		return "", err
 	}
-	root, err := moduleRoot(dir)
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(root, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return "", fmt.Errorf("%s is not a package directory below the module root %s", o.pkg, root)
-	}
-	rel = filepath.ToSlash(rel)
+	dir := filepath.Join(root, filepath.FromSlash(rel))
 	excludes, n, err := excludes(dir, o.files)
 	if err != nil {
 		return "", err
@@ -159,6 +166,23 @@ func mutate(o options, stderr io.Writer) (string, error) {
 		return "", err
 	}
 	return sum, nil
+}
+
+// locate returns the root of the module that holds the package
+// directory pkg, and pkg's path from it (slash-separated).
+func locate(pkg string) (root, rel string, _ error) {
+	dir, err := filepath.Abs(pkg)
+	if err != nil {
+		return "", "", err
+	}
+	if root, err = moduleRoot(dir); err != nil {
+		return "", "", err
+	}
+	rel, err = filepath.Rel(root, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", "", fmt.Errorf("%s is not a package directory below the module root %s", pkg, root)
+	}
+	return root, filepath.ToSlash(rel), nil
 }
 
 // skipDirs are the directories snapshot leaves out: build output, npm's
