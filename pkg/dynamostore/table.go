@@ -101,7 +101,8 @@ func tableInput(name string) *dynamodb.CreateTableInput {
 }
 
 // CreateTable creates the idempotency table name (TableInput), waits until
-// it is ACTIVE (up to five minutes, or ctx) and enables TTL on expires_at.
+// it is ACTIVE (up to five minutes, or ctx; asking again 100 ms after the
+// first answer, then at most every 5 s) and enables TTL on expires_at.
 // It is for users outside SAM, scripts and tests; a server without TTL
 // (some local ones) is accepted, since stores never rely on TTL deletion
 // (expiry is computed from the clock). An existing table is an error
