@@ -44,6 +44,12 @@ func TestStoreFromEnvironment(t *testing.T) {
 	if code == cli.ExitUsage || strings.Contains(errOut, "DEDUPE_SHARDS") {
 		t.Errorf("--shards 8 with DEDUPE_SHARDS=eight: exit %d, stderr:\n%s\nwant DEDUPE_SHARDS unread", code, errOut)
 	}
+	// A positive DEDUPE_SHARDS, without --shards, is taken as the flag's
+	// value would be: not refused.
+	code, _, errOut = runEnv(t, map[string]string{"IDEMPOTENCY_TABLE": "t", "DEDUPE_SHARDS": "8"}, "oncall-alice", "", append([]string{"show", "key:000000000000"}, closed...)...)
+	if code == cli.ExitUsage || strings.Contains(errOut, "DEDUPE_SHARDS") {
+		t.Errorf("DEDUPE_SHARDS=8: exit %d, stderr:\n%s\nwant it accepted", code, errOut)
+	}
 }
 
 // TestRegionFlagSignsForThatRegion: --region is the Region the command's
