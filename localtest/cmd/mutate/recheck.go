@@ -257,36 +257,26 @@ func tail(out []byte) string {
 // writeReport writes ms, the mutants of the package rel, at path in
 // gremlins' JSON format (the fields readReport reads, and the counts).
 func writeReport(path, rel string, ms []mutant) error {
-	type mutation struct {
-		Type   string `json:"type"`
-		Status string `json:"status"`
-		Line   int    `json:"line"`
-		Column int    `json:"column"`
-	}
-	type file struct {
-		Name      string     `json:"file_name"`
-		Mutations []mutation `json:"mutations"`
-	}
-	var files []file
+	var files []reportFile
 	count := make(map[string]int)
 	for _, m := range ms {
 		name := strings.TrimPrefix(m.file, rel+"/")
 		if len(files) == 0 || files[len(files)-1].Name != name {
-			files = append(files, file{Name: name})
+			files = append(files, reportFile{Name: name})
 		}
 		f := &files[len(files)-1]
-		f.Mutations = append(f.Mutations, mutation{m.Type, m.Status, m.line, m.col})
+		f.Mutations = append(f.Mutations, reportMutation{m.Type, m.Status, m.line, m.col})
 		count[m.Status]++
 	}
 	b, err := json.MarshalIndent(struct {
-		Files      []file `json:"files"`
-		Killed     int    `json:"mutants_killed"`
-		Lived      int    `json:"mutants_lived"`
-		NotCovered int    `json:"mutants_not_covered"`
-		TimedOut   int    `json:"mutants_timed_out"`
-		NotViable  int    `json:"mutants_not_viable"`
-		Moved      int    `json:"mutants_moved"`
-	}{files, count["KILLED"], count["LIVED"], count["NOT COVERED"], count["TIMED OUT"], count["NOT VIABLE"], count[moved]}, "", "  ")
+		report
+		Killed     int `json:"mutants_killed"`
+		Lived      int `json:"mutants_lived"`
+		NotCovered int `json:"mutants_not_covered"`
+		TimedOut   int `json:"mutants_timed_out"`
+		NotViable  int `json:"mutants_not_viable"`
+		Moved      int `json:"mutants_moved"`
+	}{report{files}, count["KILLED"], count["LIVED"], count["NOT COVERED"], count["TIMED OUT"], count["NOT VIABLE"], count[moved]}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,27 @@ type mutant struct {
 // id names m in the equivalent list.
 func (m mutant) id() string { return m.Pos + " " + m.Type }
 
+// report is what this command reads of gremlins' JSON report, and
+// writes of a recheck's.
+type report struct {
+	Files []reportFile `json:"files"`
+}
+
+// reportFile is one mutated file of a report, named from the package's
+// directory.
+type reportFile struct {
+	Name      string           `json:"file_name"`
+	Mutations []reportMutation `json:"mutations"`
+}
+
+// reportMutation is one mutant of a reportFile.
+type reportMutation struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
 // readReport reads gremlins' JSON report at path; rel is the package's
 // directory from the module root, which the report's file names are
 // relative to.
@@ -34,17 +55,7 @@ func readReport(path, rel string) ([]mutant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read gremlins' report: %w", err)
 	}
-	var r struct {
-		Files []struct {
-			Name      string `json:"file_name"`
-			Mutations []struct {
-				Type   string `json:"type"`
-				Status string `json:"status"`
-				Line   int    `json:"line"`
-				Column int    `json:"column"`
-			} `json:"mutations"`
-		} `json:"files"`
-	}
+	var r report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("read gremlins' report %s: %w", path, err)
 	}
