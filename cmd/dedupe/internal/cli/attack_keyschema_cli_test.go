@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/lambda-dedupe/dedupe/cmd/dedupe/internal/cli"
-	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
-	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
 // TestAttackLongKeysByRefCLI: on the template's table (keyed by
@@ -22,16 +19,8 @@ import (
 // that shares all but its last byte, and so the shortened sort key's
 // prefix, keeps its record.
 func TestAttackLongKeysByRefCLI(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "x")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "x")
-	t.Setenv("AWS_REGION", "us-east-1")
-	endpoint := dynalite.Endpoint(t)
-	client := dynamotest.Client(t)
-	table := dynamotest.CreateTables(t, client, dynamotest.IdempotencyTableID)[dynamotest.IdempotencyTableID]
-	s, err := dynamostore.New(client, dynamostore.Options{Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := dynamoBackend(t)
+	s := be.store
 	ctx := context.Background()
 	now := time.Now()
 	prefix := "long/" + rand.Text() + "/" + strings.Repeat("x", 1400)
@@ -44,7 +33,7 @@ func TestAttackLongKeysByRefCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	flags := []string{"--table", table, "--endpoint", endpoint}
+	flags := be.flags
 	for _, name := range [][]string{{dedupe.KeyRef(a)}, {"--stored-key", a}} {
 		code, out, errOut := run(t, "", append(append([]string{"show"}, name...), flags...)...)
 		if code != cli.ExitOK || !strings.Contains(out, "key:          "+a+"\n") {

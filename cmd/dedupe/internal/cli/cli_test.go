@@ -44,15 +44,11 @@ type backend struct {
 	table  string
 }
 
-// backends opens every store the environment provides; each needs its
-// server (withdynalite, withservers), and its absence fails the test.
-func backends(t *testing.T) []backend {
+// dynamoBackend opens the template's table (keyed by reference) on
+// dynalite, or moto under withdynalite -server moto, with the credentials
+// the command signs with.
+func dynamoBackend(t *testing.T) backend {
 	t.Helper()
-	ctx := context.Background()
-	var out []backend
-
-	// DynamoDB: the template's table on dynalite (or moto: run under
-	// withdynalite -server moto).
 	t.Setenv("AWS_ACCESS_KEY_ID", "x")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "x")
 	t.Setenv("AWS_REGION", "us-east-1")
@@ -63,7 +59,17 @@ func backends(t *testing.T) []backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = append(out, backend{name: "dynamodb", store: ds, flags: []string{"--table", table, "--endpoint", endpoint}, dynamo: client, table: table})
+	return backend{name: "dynamodb", store: ds, flags: []string{"--table", table, "--endpoint", endpoint}, dynamo: client, table: table}
+}
+
+// backends opens every store the environment provides; each needs its
+// server (withdynalite, withservers), and its absence fails the test.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	ctx := context.Background()
+	var out []backend
+
+	out = append(out, dynamoBackend(t))
 
 	// Redis, under a prefix of its own.
 	opts, err := redis.ParseURL(redistest.URL(t))
