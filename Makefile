@@ -193,9 +193,14 @@ endef
 #                     because the first pass leaves a core idle a fifth of the
 #                     time, waiting on its servers; its log is printed when
 #                     the first pass has ended.
+#   bench             every Go benchmark of BENCH_PKG that is in PKG, once
+#                     (-benchtime 1x, -short: the heavy sizes left out),
+#                     on fresh servers, so that the benchmarks `make bench`
+#                     runs still run; it overlaps the end of the moto pass.
+#                     No figure of it means anything: `make bench` measures.
 test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -race of PKG (default ./...) on fresh dynalite, PostgreSQL and Redis, and alongside it its DynamoDB packages on moto; one PASS/FAIL line per pass
 	@mkdir -p $(TEST_LOG); rm -f $(TEST_LOG)/summary $(TEST_LOG)/*.result; $(test_pass_fn); \
-	passes="vet apicompat build dynalite+servers moto"; \
+	passes="vet apicompat build dynalite+servers moto bench"; \
 	test_pass vet $(GO_VET) ./...; \
 	test_pass apicompat $(APICOMPAT); \
 	test_pass build $(SUBMAKE) build build-local rie; \
@@ -214,6 +219,9 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 		trap '[ -z "$$moto_pid" ] || kill -- $$moto_pid 2>/dev/null || true' EXIT; \
 	fi; \
 	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -p $(TEST_P) $$all; \
+	benchpkgs=$$(grep -Fxf <($(GO) list $(BENCH_PKG)) <<<"$$all" || true); \
+	if [ -z "$$benchpkgs" ]; then echo "SKIP bench (no package of BENCH_PKG in PKG)" >$(TEST_LOG)/bench.result; \
+	else test_pass bench $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -short -run '^$$' -bench . -benchtime 1x $$benchpkgs; fi; \
 	if [ -n "$$moto_pid" ]; then \
 		wait $$moto_pid || true; moto_pid=; \
 		echo; echo "moto pass (ran alongside):"; cat $(TEST_LOG)/moto.log; \

@@ -64,7 +64,7 @@ func BenchmarkReplayFloor(b *testing.B) {
 	table := dynamotest.IdempotencyTable(b, client)
 	c := &captured{Client: client}
 	replay := func(b *testing.B, cl dynamostore.Client) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), events.APIGatewayV2HTTPRequest) {
-		s, err := dynamostore.New(cl, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked})
+		s, err := dynamostore.New(cl, dynamostore.Options{Table: table, GlobalTables: dynamostore.GlobalTablesUnchecked, KeySchema: dynamostore.KeySchemaByRef})
 		if err != nil {
 			b.Fatal(err)
 		}

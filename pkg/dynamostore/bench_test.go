@@ -57,8 +57,14 @@ func BenchmarkGuardDynalite(b *testing.B) {
 
 // reapSizes are the numbers of completed records BenchmarkReap seeds.
 // Seeding 100,000 into dynalite takes about 20 seconds (8 writers,
-// BatchWriteItem).
-var reapSizes = []int{1_000, 100_000}
+// BatchWriteItem), so with -short (make test's run of every benchmark,
+// once) it seeds the first size only.
+func reapSizes() []int {
+	if testing.Short() {
+		return []int{1_000}
+	}
+	return []int{1_000, 100_000}
+}
 
 // BenchmarkReap shows that a reap's cost follows what is stranded, not the
 // table: for each table size it seeds the completed records once, then per
@@ -67,7 +73,7 @@ var reapSizes = []int{1_000, 100_000}
 // reads more than the stranded items. Compare ns/op across the sizes.
 func BenchmarkReap(b *testing.B) {
 	const strandedPerRun = 10
-	for _, n := range reapSizes {
+	for _, n := range reapSizes() {
 		b.Run(fmt.Sprintf("completed=%d", n), func(b *testing.B) {
 			r := newRig(b)
 			s := r.store(b, dynamostore.Options{})
