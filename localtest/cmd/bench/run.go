@@ -301,26 +301,52 @@ func inProcess(benchtime string) []InProcess {
 	}
 }
 
-// measure sends n requests made by next through h, one at a time, and
-// returns the latency figures and calls per request.
-func measure(ctx context.Context, name string, n int, calls *counter, h handler, next func(i int) events.APIGatewayV2HTTPRequest) Latency {
-	lat := make([]time.Duration, n)
-	before := calls.n.Load()
-	start := time.Now()
+// scenario is one row of the latency table: a handler, and the request
+// it gets at step i.
+type scenario struct {
+	name string
+	h    handler
+	next func(i int) events.APIGatewayV2HTTPRequest
+}
+
+// measure sends n requests of each scenario, one at a time, and returns
+// their latency figures and calls per request, in the scenarios' order.
+// Scenarios measured together run side by side: step i sends request i of
+// each, in an order that rotates with i, so that a change of the
+// machine's load, or a server that slows as its table grows, falls on
+// each alike. That is how a guarded request and its floor are compared:
+// measured one after the other, their ratio moved with whatever else the
+// machine did in between. Only the handler's call is timed (PerSecond
+// counts that time too), never the making of its request.
+func measure(ctx context.Context, n int, calls *counter, ss ...scenario) []Latency {
+	lat := make([][]time.Duration, len(ss))
+	busy := make([]time.Duration, len(ss))
+	made := make([]int64, len(ss))
 	for i := range n {
-		t := time.Now()
-		h(ctx, next(i))
-		lat[i] = time.Since(t)
+		for j := range ss {
+			k := (i + j) % len(ss)
+			req := ss[k].next(i)
+			before := calls.n.Load()
+			t := time.Now()
+			ss[k].h(ctx, req)
+			d := time.Since(t)
+			made[k] += calls.n.Load() - before
+			lat[k] = append(lat[k], d)
+			busy[k] += d
+		}
 	}
-	total := time.Since(start)
-	slices.Sort(lat)
-	return Latency{
-		Name:        name,
-		P50ms:       ms(lat[n/2]),
-		P99ms:       ms(lat[min(n-1, n*99/100)]),
-		PerSecond:   float64(n) / total.Seconds(),
-		CallsPerReq: float64(calls.n.Load()-before) / float64(n),
+	out := make([]Latency, len(ss))
+	for k, sc := range ss {
+		slices.Sort(lat[k])
+		out[k] = Latency{
+			Name:        sc.name,
+			P50ms:       ms(lat[k][n/2]),
+			P99ms:       ms(lat[k][min(n-1, n*99/100)]),
+			PerSecond:   float64(n) / busy[k].Seconds(),
+			CallsPerReq: float64(made[k]) / float64(n),
+		}
 	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -348,7 +374,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	}
 
 	var out []Latency
-	out = append(out, measure(ctx, "bare handler", n, calls, bare, keyed("b")))
+	out = append(out, measure(ctx, n, calls, scenario{"bare handler", bare, keyed("b")})...)
 	// The floor: the two writes a fresh request makes, by hand. A floor
 	// whose writes fail (a key of the wrong shape) would be no floor:
 	// the first failure fails the run.
@@ -382,11 +408,11 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		floorFailed(err)
 		return bare(ctx, req)
 	}
-	out = append(out, measure(ctx, "two raw writes (floor)", n, calls, raw, keyed("r")))
-	out = append(out, measure(ctx, "guarded fresh", n, calls, guarded(nil), keyed("f")))
+	out = append(out, measure(ctx, n, calls,
+		scenario{"two raw writes (floor)", raw, keyed("r")},
+		scenario{"guarded fresh", guarded(nil), keyed("f")})...)
 	h := guarded(nil)
 	h(ctx, same("replay")(0))
-	out = append(out, measure(ctx, "guarded replay, cache off", n, calls, h, same("replay")))
 	// The replay's floor: the claim's update, by hand, failing on a
 	// completed record like the replay's, then the read a server without
 	// ALL_OLD needs.
@@ -418,10 +444,12 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		}
 		return bare(ctx, req)
 	}
-	out = append(out, measure(ctx, "raw failed claim (replay floor)", n, calls, rawReplay, same("replay")))
+	out = append(out, measure(ctx, n, calls,
+		scenario{"guarded replay, cache off", h, same("replay")},
+		scenario{"raw failed claim (replay floor)", rawReplay, same("replay")})...)
 	hc := guarded(&dedupe.Config{Cache: dedupe.NewCache(0, 0)})
 	hc(ctx, same("cached")(0))
-	out = append(out, measure(ctx, "guarded replay, cache on", n, calls, hc, same("cached")))
+	out = append(out, measure(ctx, n, calls, scenario{"guarded replay, cache on", hc, same("cached")})...)
 	// A conflict: the key is held in flight by an owner that waits until
 	// the scenario is over.
 	hold := "held" + run
@@ -436,7 +464,7 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		})(ctx, request(hold))
 	}()
 	<-held
-	out = append(out, measure(ctx, "conflict (409)", n, calls, guarded(nil), func(int) events.APIGatewayV2HTTPRequest { return request(hold) }))
+	out = append(out, measure(ctx, n, calls, scenario{"conflict (409)", guarded(nil), func(int) events.APIGatewayV2HTTPRequest { return request(hold) }})...)
 	close(release)
 	<-done
 	if floorErr != nil {
