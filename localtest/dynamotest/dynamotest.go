@@ -3,13 +3,16 @@ package dynamotest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/lambda-dedupe/dedupe/infra"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
@@ -29,16 +32,51 @@ const createTimeout = time.Minute
 // it, or fails in CI), in us-east-1, with static dummy credentials. optFns
 // are applied after those settings, as by [dynamodb.New]; a test may use
 // them to add middleware, or to point the client at another endpoint.
+//
+// The client refuses every Query and Scan beyond [ListingBudget], and t
+// fails when it did: a listing that never ends (one that starts again from
+// its first page) fails its test in seconds, where it hung the package's
+// tests until go test's timeout.
 func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
+	var listings atomic.Int64
+	t.Cleanup(func() {
+		if n := listings.Load(); n > ListingBudget {
+			t.Errorf("dynamotest: the client was asked for %d Queries and Scans, more than ListingBudget (%d): a listing that never ends?", n, ListingBudget)
+		}
+	})
+	budget := func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("dynamotestListingBudget",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					switch in.Parameters.(type) {
+					case *dynamodb.QueryInput, *dynamodb.ScanInput:
+						if listings.Add(1) > ListingBudget {
+							return middleware.InitializeOutput{}, middleware.Metadata{}, ErrListingBudget
+						}
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.Before)
+		})
+	}
 	return dynamodb.New(dynamodb.Options{
 		Region:       region,
 		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "dynamotest"}, nil
 		}),
-	}, optFns...)
+	}, append([]func(*dynamodb.Options){budget}, optFns...)...)
 }
+
+// ListingBudget bounds the Queries and Scans of one [Client]: far more
+// than any test of this repository makes (246 at most, on 2026-12-03:
+// TestLongKeysKeyedByReference). A runaway listing on dynalite reaches
+// it in about 5 seconds.
+const ListingBudget = 5000
+
+// ErrListingBudget is the error of a [Client]'s Query or Scan beyond
+// [ListingBudget].
+var ErrListingBudget = errors.New("dynamotest: more Queries and Scans than ListingBudget")
 
 // UniqueName returns prefix, a hyphen and 12 random lower-case letters and
 // digits: a table name that no other test of this or any other run uses,
