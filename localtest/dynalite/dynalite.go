@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,16 +30,23 @@ const stopGrace = 5 * time.Second
 // relative to the module root.
 var binRel = filepath.Join("localtest", "node_modules", ".bin", "dynalite")
 
+// serveRel is the script that runs the installed dynalite's command, so
+// that a client dropping its connection mid-request does not end the
+// server (see serve.js), relative to the module root.
+var serveRel = filepath.Join("localtest", "dynalite", "serve.js")
+
 // installHint tells the user how to install dynalite.
 const installHint = "run `make deps` (or `npm ci --prefix localtest`) at the repository root"
 
 // Options configures [Start]. The zero value starts the project's pinned
 // dynalite on a free loopback port.
 type Options struct {
-	// Bin is the path of the dynalite executable. Empty means
-	// localtest/node_modules/.bin/dynalite under the module root: the
-	// nearest directory at or above the working directory that holds a
-	// go.mod file.
+	// Bin is the path of the dynalite executable, run as it is. Empty
+	// means the dynalite that `npm ci --prefix localtest` installs under
+	// the module root (the nearest directory at or above the working
+	// directory that holds a go.mod file), run by node through
+	// localtest/dynalite/serve.js, which keeps the server up when a
+	// client drops its connection mid-request.
 	Bin string
 
 	// Port is the TCP port dynalite listens on, on 127.0.0.1. Zero picks a
@@ -63,6 +71,7 @@ type Options struct {
 // goroutine to end.
 type Server struct {
 	bin     string
+	args    []string // before dynalite's flags: the script node runs
 	port    int
 	timeout time.Duration
 	output  io.Writer
@@ -95,21 +104,25 @@ type process struct {
 // node is missing, and one wrapping [ErrNotReady] when dynalite does not
 // answer in time or exits while starting.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	bin := opts.Bin
+	bin, args := opts.Bin, []string(nil)
 	if bin == "" {
 		root, err := moduleRoot()
 		if err != nil {
 			return nil, fmt.Errorf("find dynalite: %w", err)
 		}
-		bin = filepath.Join(root, binRel)
-		if _, err := exec.LookPath("node"); err != nil {
+		node, err := exec.LookPath("node")
+		if err != nil {
 			return nil, fmt.Errorf("%w: node is not on PATH; install Node.js 20 or later, then %s", ErrNotInstalled, installHint)
 		}
+		if _, err := os.Stat(filepath.Join(root, binRel)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v; %s", ErrNotInstalled, filepath.Join(root, binRel), err, installHint)
+		}
+		bin, args = node, []string{filepath.Join(root, serveRel)}
 	}
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v; %s", ErrNotInstalled, bin, err, installHint)
 	}
-	s := &Server{bin: bin, port: opts.Port, timeout: opts.StartTimeout, output: opts.Output}
+	s := &Server{bin: bin, args: args, port: opts.Port, timeout: opts.StartTimeout, output: opts.Output}
 	if s.timeout <= 0 {
 		s.timeout = DefaultStartTimeout
 	}
@@ -222,13 +235,13 @@ func (s *Server) start(ctx context.Context) (*process, error) {
 	if s.output != nil {
 		out = io.MultiWriter(p.log, s.output)
 	}
-	p.cmd = exec.Command(s.bin,
+	p.cmd = exec.Command(s.bin, append(slices.Clip(s.args),
 		"--host", "127.0.0.1",
 		"--port", strconv.Itoa(s.port),
 		"--createTableMs", "0",
 		"--deleteTableMs", "0",
 		"--updateTableMs", "0",
-	)
+	)...)
 	p.cmd.Stdout = out
 	p.cmd.Stderr = out
 	setProcessGroup(p.cmd)

@@ -235,3 +235,36 @@ func TestStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServerSurvivesADroppedRequest: a client that drops its connection
+// while it sends a request (a test process killed by go test's timeout,
+// or by make mutate) leaves the server up. dynalite 4.0.0 alone threw on
+// the aborted request and exited, and every test after it failed as if
+// its code had. The server keeps its tables.
+func TestServerSurvivesADroppedRequest(t *testing.T) {
+	s := startServer(t, Options{})
+	mustCall(t, s.Endpoint(), "CreateTable", `{"TableName":"kept","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`)
+	for range 3 {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+fmt.Sprint(s.Port()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Headers and part of a body, then the connection is gone.
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+			"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 1000\r\n\r\n{\"Lim")
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a reset, as from a killed process
+		}
+		conn.Close()
+	}
+	// The server reads the reset asynchronously: ask until it has had the
+	// time to crash, which dynalite alone did at once.
+	for range 20 {
+		if s.Stopped() {
+			t.Fatal("dynalite exited after a client dropped its connection mid-request")
+		}
+		if body := mustCall(t, s.Endpoint(), "ListTables", `{}`); !strings.Contains(body, `"kept"`) {
+			t.Fatalf("ListTables = %s, want the table created before", body)
+		}
+	}
+}
