@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,6 +153,9 @@ func mutate(o options, stderr io.Writer) (string, error) {
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("gremlins: %w (see %s)", err, logFile)
+	}
+	if err := stillAnswering(context.Background(), serverWait); err != nil {
+		return "", err
 	}
 	res, err := readReport(report, rel)
 	if err != nil {

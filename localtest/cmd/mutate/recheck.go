@@ -180,6 +180,9 @@ func recheck(o options, stderr io.Writer) (sum string, nMoved int, _ error) {
 	if failed != nil {
 		return "", 0, failed
 	}
+	if err := stillAnswering(context.Background(), serverWait); err != nil {
+		return "", 0, err
+	}
 
 	base := filepath.Join(o.out, strings.ReplaceAll(rel, "/", "-")+".recheck")
 	if err := writeReport(base+".json", rel, ms); err != nil {
