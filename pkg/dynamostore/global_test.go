@@ -192,7 +192,10 @@ func TestReplicatedWriteConflict(t *testing.T) {
 	}{
 		{"none", 0, false},
 		{"retried", dynamostore.ConflictAttempts - 1, false},
-		{"persistent", 1000, true},
+		// Twice the attempts: a store that retried past ConflictAttempts
+		// would acquire the key, and fail here, instead of waiting ever
+		// longer between attempts.
+		{"persistent", 2 * dynamostore.ConflictAttempts, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,7 +238,11 @@ func TestReplicatedWriteConflictThroughTheGuard(t *testing.T) {
 		name string
 		stub func(c dynamostore.Client) dynamostore.Client
 	}{
-		{"every attempt conflicts", func(c dynamostore.Client) dynamostore.Client { return &conflictStub{Client: c, n: 1000} }},
+		// Every attempt the store makes (twice as many conflicts: one
+		// that retried without bound would acquire the key and run).
+		{"every attempt conflicts", func(c dynamostore.Client) dynamostore.Client {
+			return &conflictStub{Client: c, n: 2 * dynamostore.ConflictAttempts}
+		}},
 		{"a conflict, then a throttle", func(c dynamostore.Client) dynamostore.Client {
 			n := 0
 			return faultClient{Client: c, fail: func(op string) error {

@@ -61,7 +61,9 @@ func TestGlobalTablesRefusalSaysWhy(t *testing.T) {
 
 // conflictAlways answers every write with ReplicatedWriteConflictException
 // (another Region keeps writing the item) and notes when each came, by the
-// clock of the test's bubble. It makes no other call.
+// clock of the test's bubble. It makes no other call. A store that writes
+// more than twice ConflictAttempts times is stopped (cancel), so that it
+// fails the test instead of retrying forever.
 type conflictAlways struct {
 	dynamostore.Client
 	mu sync.Mutex
@@ -76,7 +78,7 @@ func (c *conflictAlways) conflict() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.at = append(c.at, time.Now())
-	if len(c.at) == c.cancelAfter {
+	if len(c.at) == c.cancelAfter || len(c.at) > 2*dynamostore.ConflictAttempts {
 		c.cancel()
 	}
 	return &types.ReplicatedWriteConflictException{Message: aws.String("being written in another Region")}
