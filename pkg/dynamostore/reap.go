@@ -185,7 +185,9 @@ func (s *Store) Reap(ctx context.Context, opts ReapOptions) (ReapReport, error) 
 	results := make([]shardResult, s.shards)
 	shards := make(chan int)
 	var wg sync.WaitGroup
-	for range min(o.Workers, s.shards) {
+	// At least one worker, whatever withDefaults became: with none, the
+	// feed below would wait forever on a context without a deadline.
+	for range max(1, min(o.Workers, s.shards)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
