@@ -38,12 +38,14 @@ func (r *recorder) cleanup() {
 	}
 }
 
-// TestClientListingBudget: a client answers ListingBudget Queries and
-// Scans, refuses the next with ErrListingBudget without sending it, and
-// fails its test at the end; other calls are not counted. The server is a
+// TestWithListingBudget: a client with a budget of n answers n Queries
+// and Scans, refuses the next with ErrListingBudget without sending it,
+// and fails its test at the end; other calls are not counted. A client
+// without the option has no budget. The server is a
 // stub answering every call with an empty page: what is tested is the
 // client's middleware, not a server.
-func TestClientListingBudget(t *testing.T) {
+func TestWithListingBudget(t *testing.T) {
+	const budget = 400
 	var sent sync.Map
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := r.Header.Get("X-Amz-Target")
@@ -54,10 +56,11 @@ func TestClientListingBudget(t *testing.T) {
 	}))
 	defer srv.Close()
 	rec := &recorder{TB: t}
-	c := dynamotest.Client(rec, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	stub := func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) }
+	c := dynamotest.Client(rec, stub, dynamotest.WithListingBudget(rec, budget))
 	ctx := context.Background()
 	table := aws.String("t")
-	for i := range dynamotest.ListingBudget {
+	for i := range budget {
 		var err error
 		if i%2 == 0 {
 			_, err = c.Query(ctx, &dynamodb.QueryInput{TableName: table})
@@ -65,7 +68,7 @@ func TestClientListingBudget(t *testing.T) {
 			_, err = c.Scan(ctx, &dynamodb.ScanInput{TableName: table})
 		}
 		if err != nil {
-			t.Fatalf("listing %d of %d: %v", i+1, dynamotest.ListingBudget, err)
+			t.Fatalf("listing %d of %d: %v", i+1, budget, err)
 		}
 	}
 	if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: table}); err != nil {
@@ -75,8 +78,8 @@ func TestClientListingBudget(t *testing.T) {
 		t.Fatalf("the Query past the budget: %v; want ErrListingBudget", err)
 	}
 	n, _ := sent.Load("DynamoDB_20120810.Query")
-	if got := *n.(*int); got != dynamotest.ListingBudget/2 {
-		t.Errorf("Queries sent = %d, want %d (the one past the budget is not sent)", got, dynamotest.ListingBudget/2)
+	if got := *n.(*int); got != budget/2 {
+		t.Errorf("Queries sent = %d, want %d (the one past the budget is not sent)", got, budget/2)
 	}
 	if len(rec.errors) != 0 {
 		t.Fatalf("failed before its end: %q", rec.errors)
@@ -84,5 +87,11 @@ func TestClientListingBudget(t *testing.T) {
 	rec.cleanup()
 	if len(rec.errors) != 1 {
 		t.Errorf("at the end: %q; want one error naming the budget", rec.errors)
+	}
+	unbounded := dynamotest.Client(t, stub)
+	for i := range 2 * budget {
+		if _, err := unbounded.Query(ctx, &dynamodb.QueryInput{TableName: table}); err != nil {
+			t.Fatalf("Query %d without a budget: %v", i+1, err)
+		}
 	}
 }

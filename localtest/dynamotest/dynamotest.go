@@ -31,27 +31,41 @@ const createTimeout = time.Minute
 // (AWS_ENDPOINT_URL_DYNAMODB, see [dynalite.Endpoint]: t is skipped without
 // it, or fails in CI), in us-east-1, with static dummy credentials. optFns
 // are applied after those settings, as by [dynamodb.New]; a test may use
-// them to add middleware, or to point the client at another endpoint.
-//
-// The client refuses every Query and Scan beyond [ListingBudget], and t
-// fails when it did: a listing that never ends (one that starts again from
-// its first page) fails its test in seconds, where it hung the package's
-// tests until go test's timeout.
+// them to add middleware (such as [WithListingBudget]), or to point the
+// client at another endpoint.
 func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
+	return dynamodb.New(dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "dynamotest"}, nil
+		}),
+	}, optFns...)
+}
+
+// WithListingBudget returns a client option that refuses every Query and
+// Scan beyond n with [ErrListingBudget], without sending it, and fails t
+// when the test ends if it did. Code under test whose listing never ends
+// (one that starts again from its first page) then fails its test in
+// seconds, where it hung until go test's timeout: on dynalite a runaway
+// listing makes about a thousand Queries a second. This repository's
+// store and command tests use it (make mutate's looping mutants); choose
+// n well above what the test needs.
+func WithListingBudget(t testing.TB, n int) func(*dynamodb.Options) {
 	var listings atomic.Int64
 	t.Cleanup(func() {
-		if n := listings.Load(); n > ListingBudget {
-			t.Errorf("dynamotest: the client was asked for %d Queries and Scans, more than ListingBudget (%d): a listing that never ends?", n, ListingBudget)
+		if got := listings.Load(); got > int64(n) {
+			t.Errorf("dynamotest: the client was asked for %d Queries and Scans, more than its listing budget (%d): a listing that never ends?", got, n)
 		}
 	})
-	budget := func(o *dynamodb.Options) {
+	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("dynamotestListingBudget",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					switch in.Parameters.(type) {
 					case *dynamodb.QueryInput, *dynamodb.ScanInput:
-						if listings.Add(1) > ListingBudget {
+						if listings.Add(1) > int64(n) {
 							return middleware.InitializeOutput{}, middleware.Metadata{}, ErrListingBudget
 						}
 					}
@@ -59,24 +73,11 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 				}), middleware.Before)
 		})
 	}
-	return dynamodb.New(dynamodb.Options{
-		Region:       region,
-		BaseEndpoint: aws.String(dynalite.Endpoint(t)),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "x", SecretAccessKey: "x", Source: "dynamotest"}, nil
-		}),
-	}, append([]func(*dynamodb.Options){budget}, optFns...)...)
 }
 
-// ListingBudget bounds the Queries and Scans of one [Client]: far more
-// than any test of this repository makes (246 at most, on 2026-12-03:
-// TestLongKeysKeyedByReference). A runaway listing on dynalite reaches
-// it in about 5 seconds.
-const ListingBudget = 5000
-
-// ErrListingBudget is the error of a [Client]'s Query or Scan beyond
-// [ListingBudget].
-var ErrListingBudget = errors.New("dynamotest: more Queries and Scans than ListingBudget")
+// ErrListingBudget is the error of a Query or Scan beyond the budget of
+// [WithListingBudget].
+var ErrListingBudget = errors.New("dynamotest: more Queries and Scans than the client's listing budget")
 
 // UniqueName returns prefix, a hyphen and 12 random lower-case letters and
 // digits: a table name that no other test of this or any other run uses,

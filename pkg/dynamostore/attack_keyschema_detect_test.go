@@ -135,7 +135,7 @@ func TestAttackKeyAttributeTypes(t *testing.T) {
 // (DynamoDB, dynalite and moto check key types), and New refuses the
 // table before any of them.
 func TestAttackKeyAttributeTypesOnServer(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	name := dynamotest.UniqueName("numpk")
 	ctx := context.Background()
 	in := dynamostore.TableInput(name)

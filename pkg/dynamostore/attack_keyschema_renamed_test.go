@@ -76,7 +76,7 @@ func createRenamedByRef(t *testing.T, c *dynamodb.Client) string {
 // reference and keeps the store contract and the operator's, as the
 // template's table does.
 func TestAttackRenamedByRefContract(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	table := createRenamedByRef(t, c)
 	newStore := func(t *testing.T) dedupe.Store {
 		s, err := dynamostore.New(c, dynamostore.Options{Table: table, Attributes: renamedByRef, Index: "GSI1"})
@@ -99,7 +99,7 @@ func TestAttackRenamedByRefContract(t *testing.T) {
 // forgotten; the full key sits in the renamed LongKey attribute, never
 // in the default one.
 func TestAttackRenamedByRefLongKeys(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	table := createRenamedByRef(t, c)
 	s, err := dynamostore.New(c, dynamostore.Options{Table: table, Attributes: renamedByRef, Index: "GSI1"})
 	if err != nil {

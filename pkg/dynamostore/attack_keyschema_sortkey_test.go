@@ -24,7 +24,7 @@ import (
 // own record, once, as InFlight and Reap do; and Forget in one store
 // leaves the other's.
 func TestAttackSortKeySharedTable(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	name := dynamotest.UniqueName("shared-single")
 	ctx := context.Background()
 	s := func(n string) *string { return aws.String(n) }

@@ -60,7 +60,7 @@ func (a answering) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dyn
 // replay on a client that answers those calls from memory: the CPU and
 // allocations of everything but the SDK and the server.
 func BenchmarkReplayFloor(b *testing.B) {
-	client := dynamotest.Client(b)
+	client := testClient(b)
 	table := dynamotest.IdempotencyTable(b, client)
 	c := &captured{Client: client}
 	replay := func(b *testing.B, cl dynamostore.Client) (func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), events.APIGatewayV2HTTPRequest) {

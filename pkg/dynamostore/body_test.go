@@ -316,7 +316,7 @@ func (c staleReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ..
 // renamed attributes), the body item carries the same sort key value and
 // the renamed attributes, and replays.
 func TestBodyItemSingleTable(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	table := dynamotest.UniqueName("dedupe-single-body")
 	attrs := dynamostore.Attributes{PartitionKey: "PK", Status: "st", Owner: "own", LeaseExpiresAt: "lease_ms",
 		ExpiresAt: "ttl", InflightShard: "GSI1PK", ResBody: "body"}

@@ -77,7 +77,7 @@ func (f faultHTTP) Do(r *http.Request) (*http.Response, error) {
 // inject about every call, with the SDK's standard retryer (3 attempts)
 // minus its backoff sleeps and retry quota, so histories run fast.
 func faultyClient(t testing.TB, inject dedupetest.Injector) *dynamodb.Client {
-	return dynamotest.Client(t, func(o *dynamodb.Options) {
+	return testClient(t, func(o *dynamodb.Options) {
 		o.HTTPClient = faultHTTP{next: awshttp.NewBuildableClient(), inject: inject}
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 3
@@ -92,7 +92,7 @@ func faultyClient(t testing.TB, inject dedupetest.Injector) *dynamodb.Client {
 func TestCheck(t *testing.T) {
 	for _, sc := range schemas {
 		t.Run(sc.name, func(t *testing.T) {
-			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			table := schemaTable(t, testClient(t), sc.classic)
 			dedupetest.Check(t, dedupetest.CheckConfig{
 				Histories: checkHistories(),
 				NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
@@ -121,7 +121,7 @@ func checkHistories() int {
 // again. The retry meets the owner's own record and must be taken as the
 // owner's claim, not answered 409.
 func TestClaimReplyLostThenRetried(t *testing.T) {
-	table := dynamotest.CreateTables(t, dynamotest.Client(t), "IdempotencyTable")["IdempotencyTable"]
+	table := dynamotest.CreateTables(t, testClient(t), "IdempotencyTable")["IdempotencyTable"]
 	lost := 0
 	inject := func(op string) dedupetest.Fault {
 		if op == "UpdateItem" && lost == 0 { // the claim

@@ -52,7 +52,7 @@ func configHistories(def int) int {
 // run there; the rest run on one single-table design table, each history
 // under a sort key value of its own.
 func TestCheckConfigs(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	raw, bucket := newS3(t, s3Endpoint(t))
 	build := func(t *testing.T, sc dedupetest.StoreConfig, opts dynamostore.Options) dedupe.Store {
 		client := faultyClient(t, func(op string) dedupetest.Fault { return sc.Inject("DynamoDB." + op) })

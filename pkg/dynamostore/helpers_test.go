@@ -136,7 +136,7 @@ type rig struct {
 func newRig(t testing.TB) *rig {
 	t.Helper()
 	calls := &callCounter{}
-	client := dynamotest.Client(t, calls.option())
+	client := testClient(t, calls.option())
 	table := dynamotest.CreateTables(t, client, "IdempotencyTable")["IdempotencyTable"]
 	return &rig{client: client, calls: calls, table: table}
 }
@@ -146,7 +146,7 @@ func newRig(t testing.TB) *rig {
 func newClassicRig(t testing.TB) *rig {
 	t.Helper()
 	calls := &callCounter{}
-	client := dynamotest.Client(t, calls.option())
+	client := testClient(t, calls.option())
 	name := dynamotest.UniqueName("classic")
 	createClassicTable(t, client, name)
 	return &rig{client: client, calls: calls, table: name, classic: true}
@@ -266,4 +266,16 @@ func (f faultClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...fu
 		return nil, err
 	}
 	return f.Client.Query(ctx, in, o...)
+}
+
+// listingBudget bounds the Queries and Scans of each test client of this
+// package: far more than any test makes (246 at most, on 2026-12-03:
+// TestLongKeysKeyedByReference), so that a listing that never ends fails
+// its test in seconds instead of hanging the package's tests.
+const listingBudget = 5000
+
+// testClient is dynamotest.Client with the package's listing budget.
+func testClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	t.Helper()
+	return dynamotest.Client(t, append([]func(*dynamodb.Options){dynamotest.WithListingBudget(t, listingBudget)}, optFns...)...)
 }

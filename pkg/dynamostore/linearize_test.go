@@ -30,7 +30,7 @@ import (
 func TestLinearizable(t *testing.T) {
 	for _, sc := range schemas {
 		t.Run(sc.name, func(t *testing.T) {
-			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			table := schemaTable(t, testClient(t), sc.classic)
 			linearize.Check(t, linearize.Config{
 				StrictFirstToken: true,
 				NewStore: func(t *testing.T, inject dedupetest.Injector) dedupe.Store {
@@ -70,7 +70,7 @@ func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
 	}
 	t.Cleanup(func() { srv.Stop() })
 	at := func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.Endpoint()) }
-	table := dynamotest.CreateTables(t, dynamotest.Client(t, at), "IdempotencyTable")["IdempotencyTable"]
+	table := dynamotest.CreateTables(t, testClient(t, at), "IdempotencyTable")["IdempotencyTable"]
 	// About one history in eight catches the race; ExpectViolation stops
 	// at the first, so 80 fail to find it once in some 40,000 runs.
 	cfg := contention(table, at)
@@ -89,7 +89,7 @@ func TestLinearizeCatchesConcurrentMoto(t *testing.T) {
 func TestLinearizableContention(t *testing.T) {
 	for _, sc := range schemas {
 		t.Run(sc.name, func(t *testing.T) {
-			table := schemaTable(t, dynamotest.Client(t), sc.classic)
+			table := schemaTable(t, testClient(t), sc.classic)
 			cfg := contention(table, func(*dynamodb.Options) {})
 			cfg.Histories = envHistories(3)
 			linearize.Check(t, cfg)
@@ -109,7 +109,7 @@ func contention(table string, endpoint func(*dynamodb.Options)) linearize.Config
 		FaultPercent:     -1,
 		Mix:              [5]int{linearize.Claim: 90, linearize.Get: 10},
 		NewStore: func(t *testing.T, _ dedupetest.Injector) dedupe.Store {
-			c := dynamotest.Client(t, endpoint, func(o *dynamodb.Options) {
+			c := testClient(t, endpoint, func(o *dynamodb.Options) {
 				o.HTTPClient = awshttp.NewBuildableClient()
 				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 					so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
@@ -80,7 +79,7 @@ func (r *rig) paged(t *testing.T, opts dynamostore.Options) (*dynamostore.Store,
 	t.Helper()
 	p := &smallPages{size: 1, budget: 500}
 	opts.Table = r.table
-	s, err := dynamostore.New(dynamotest.Client(t, p.option()), opts)
+	s, err := dynamostore.New(testClient(t, p.option()), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

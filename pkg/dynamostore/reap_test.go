@@ -478,7 +478,7 @@ func TestReapStoreUnavailable(t *testing.T) {
 }
 
 func TestReapSingleTable(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	table := dynamotest.UniqueName("dedupe-single")
 	createTable(t, c, table, schema{
 		pk: "PK", sk: "SK", shard: "GSI1PK", lease: "lease_expires_at", index: "GSI1",

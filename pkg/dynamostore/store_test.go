@@ -48,7 +48,7 @@ func TestContract(t *testing.T) {
 // TestContractSingleTable runs the suite on a table with a sort key and
 // renamed attributes, as a single-table design would have.
 func TestContractSingleTable(t *testing.T) {
-	c := dynamotest.Client(t)
+	c := testClient(t)
 	table := dynamotest.UniqueName("dedupe-single")
 	attrs := dynamostore.Attributes{
 		PartitionKey: "PK", Status: "st", Owner: "own", LeaseExpiresAt: "lease_ms",
@@ -239,7 +239,7 @@ func (c allOldClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 
 func TestDuplicateWithAllOldItemIsOneCall(t *testing.T) {
 	r := newRig(t)
-	s, err := dynamostore.New(allOldClient{Client: r.client, raw: dynamotest.Client(t), byRef: !r.classic}, dynamostore.Options{Table: r.table})
+	s, err := dynamostore.New(allOldClient{Client: r.client, raw: testClient(t), byRef: !r.classic}, dynamostore.Options{Table: r.table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
-	down := dynamotest.Client(t, func(o *dynamodb.Options) {
+	down := testClient(t, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(closed)
 		o.Retryer = retry.AddWithMaxBackoffDelay(retry.AddWithMaxAttempts(retry.NewStandard(), 2), time.Millisecond)
 	})

@@ -60,7 +60,7 @@ func templateTable(t *testing.T, schema string, want *dynamodb.CreateTableInput)
 }
 
 func TestCreateTable(t *testing.T) {
-	client := dynamotest.Client(t)
+	client := testClient(t)
 	name := dynamotest.UniqueName("create-table")
 	t.Cleanup(func() {
 		client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
