@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,25 +82,38 @@ type chaosStack struct {
 	output *logBuffer
 }
 
-func startChaosStack(t *testing.T) *chaosStack {
+// onDiskDynalite returns an executable that runs the installed dynalite
+// the way [dynalite.Start] does (node and localtest/dynalite/serve.js, so
+// that a runtime killed mid-request does not end the server), keeping its
+// tables in a directory of t's: dynalite keeps them on disk with --path,
+// which the server package does not pass.
+func onDiskDynalite(t *testing.T) string {
 	t.Helper()
 	root, err := infra.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// dynalite keeps tables on disk with --path; the server package
-	// starts it in memory, so a wrapper script adds the flag.
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "dynalite")
-	bin := filepath.Join(root, "localtest", "node_modules", ".bin", "dynalite")
-	body := fmt.Sprintf("#!/bin/sh\nexec %q --path %q \"$@\"\n", bin, filepath.Join(dir, "data"))
+	serve := filepath.Join(root, "localtest", "dynalite", "serve.js")
+	body := fmt.Sprintf("#!/bin/sh\nexec %q %q --path %q \"$@\"\n", node, serve, filepath.Join(dir, "data"))
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return script
+}
+
+func startChaosStack(t *testing.T) *chaosStack {
+	t.Helper()
 	// dynalite.Start has a generous limit of its own.
 	ctx := context.Background()
 	cs := &chaosStack{output: &logBuffer{}}
-	if cs.db, err = dynalite.Start(ctx, dynalite.Options{Bin: script}); err != nil {
+	var err error
+	if cs.db, err = dynalite.Start(ctx, dynalite.Options{Bin: onDiskDynalite(t)}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.db.Stop() })
@@ -533,5 +548,37 @@ func TestChaos(t *testing.T) {
 		if strings.HasPrefix(label, "undocumented") {
 			t.Errorf("%d answers a client cannot place: %s", n, label)
 		}
+	}
+}
+
+// TestChaosDynaliteSurvivesADroppedRequest: the chaos stack's on-disk
+// dynalite, like the one dynalite.Start runs, stays up when a client drops
+// its connection mid-request (a runtime killed at its timeout while it
+// sends one); dynalite 4.0.0 alone exited, and the chaos run met an outage
+// it had not planned. It needs no stack, so it runs with -short too.
+func TestChaosDynaliteSurvivesADroppedRequest(t *testing.T) {
+	out := &logBuffer{}
+	db, err := dynalite.Start(context.Background(), dynalite.Options{Bin: onDiskDynalite(t), Output: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Stop() })
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", db.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+		"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 1000\r\n\r\n{\"Lim")
+	_ = conn.(*net.TCPConn).SetLinger(0)
+	conn.Close()
+	// Until the server says it discarded the request, or exits.
+	for !strings.Contains(out.String(), "dropped its connection mid-request") {
+		if db.Stopped() {
+			t.Fatalf("dynalite exited after a client dropped its connection mid-request:\n%s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := dynamoClientOf(db.Endpoint()).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("ListTables after a dropped request: %v", err)
 	}
 }
