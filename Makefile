@@ -219,8 +219,10 @@ test: deps-test withdynalite withservers ## go vet, the Lambda build, go test -r
 		trap '[ -z "$$moto_pid" ] || kill -- $$moto_pid 2>/dev/null || true' EXIT; \
 	fi; \
 	test_pass dynalite+servers $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -p $(TEST_P) $$all; \
-	benchpkgs=$$(grep -Fxf <($(GO) list $(BENCH_PKG)) <<<"$$all" || true); \
-	if [ -z "$$benchpkgs" ]; then echo "SKIP bench (no package of BENCH_PKG in PKG)" >$(TEST_LOG)/bench.result; \
+	benchlist=$$($(GO) list $(BENCH_PKG)) || benchlist=FAIL; \
+	benchpkgs=$$(grep -Fxf <(echo "$$benchlist") <<<"$$all" || true); \
+	if [ "$$benchlist" = FAIL ]; then echo "FAIL bench (go list BENCH_PKG failed: $(BENCH_PKG))" >$(TEST_LOG)/bench.result; \
+	elif [ -z "$$benchpkgs" ]; then echo "SKIP bench (no package of BENCH_PKG in PKG)" >$(TEST_LOG)/bench.result; \
 	else test_pass bench $(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO_TEST) -short -run '^$$' -bench . -benchtime 1x $$benchpkgs; fi; \
 	if [ -n "$$moto_pid" ]; then \
 		wait $$moto_pid || true; moto_pid=; \

@@ -114,8 +114,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: node is not on PATH; install Node.js 20 or later, then %s", ErrNotInstalled, installHint)
 		}
-		if _, err := os.Stat(filepath.Join(root, binRel)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v; %s", ErrNotInstalled, filepath.Join(root, binRel), err, installHint)
+		for _, rel := range []string{binRel, serveRel} {
+			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v; %s", ErrNotInstalled, filepath.Join(root, rel), err, installHint)
+			}
 		}
 		bin, args = node, []string{filepath.Join(root, serveRel)}
 	}

@@ -49,9 +49,9 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 // when the test ends if it did. Code under test whose listing never ends
 // (one that starts again from its first page) then fails its test in
 // seconds, where it hung until go test's timeout: on dynalite a runaway
-// listing makes about a thousand Queries a second. This repository's
-// store and command tests use it (make mutate's looping mutants); choose
-// n well above what the test needs.
+// listing makes about a thousand Queries a second. pkg/dynamostore's
+// tests use it (make mutate's looping mutants); choose n well above what
+// the test needs, and give a client one budget only.
 func WithListingBudget(t testing.TB, n int) func(*dynamodb.Options) {
 	var listings atomic.Int64
 	t.Cleanup(func() {
