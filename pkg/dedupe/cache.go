@@ -87,8 +87,13 @@ func (c *Cache) put(rec Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(rec.Key)
+	// Evict while the record does not fit, and stop when nothing is left
+	// to evict: a byte count that ever drifted from the records held
+	// must leave the cache over budget, never spin here under its lock.
 	for c.bytes+size > c.maxBytes {
-		c.lru.RemoveOldest()
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
 	}
 	c.lru.Add(rec.Key, rec)
 	c.bytes += size

@@ -109,3 +109,30 @@ func TestCacheKeepsItsOwnCopy(t *testing.T) {
 		t.Errorf("record without a result: cached %v, result %v; want it cached without one", ok, got.Result)
 	}
 }
+
+// TestCacheEvictsAsManyAsItTakes: a record that fits the byte bound only
+// once several older ones are gone evicts as many as it takes, oldest
+// first, and the cache never holds more bytes than maxBytes. A cache
+// whose byte count drifted above what it holds (it must not, but a
+// loop that trusted it would spin under the lock) empties itself and
+// returns.
+func TestCacheEvictsAsManyAsItTakes(t *testing.T) {
+	small := []Record{completed("a", "x"), completed("b", "y"), completed("c", "z")}
+	each := recordSize(small[0])
+	// Exactly two small records' room: it fits once a and b are gone.
+	big := completed("big", strings.Repeat("w", 2*each-recordSize(completed("big", ""))))
+	c := NewCache(10, 3*each)
+	for _, rec := range small {
+		c.put(rec)
+	}
+	c.put(big) // needs the room of at least two small ones
+	if c.bytes > c.maxBytes || !c.lru.Contains("big") || c.lru.Contains("a") || c.lru.Contains("b") {
+		t.Errorf("after a record needing two evictions: %d of %d bytes, big %v, a %v, b %v; want within the bound, the two oldest gone",
+			c.bytes, c.maxBytes, c.lru.Contains("big"), c.lru.Contains("a"), c.lru.Contains("b"))
+	}
+	c.bytes += 100 * c.maxBytes // a drifted count
+	c.put(completed("d", "v"))
+	if c.lru.Contains("big") || !c.lru.Contains("d") {
+		t.Errorf("with a drifted count: big kept %v, d cached %v; want everything older evicted, d cached", c.lru.Contains("big"), c.lru.Contains("d"))
+	}
+}
