@@ -1,7 +1,6 @@
 package dynalite
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,10 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lambda-dedupe/dedupe/localtest/internal/proc"
 )
 
 // startServer starts dynalite for a test and stops it at cleanup.
@@ -245,7 +245,7 @@ func TestStartErrors(t *testing.T) {
 // its code had. The server says it discarded each request, and keeps its
 // tables.
 func TestServerSurvivesADroppedRequest(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &proc.Tail{}
 	s := startServer(t, Options{Output: out})
 	mustCall(t, s.Endpoint(), "CreateTable", `{"TableName":"kept","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`)
 	const drops = 3
@@ -275,23 +275,4 @@ func TestServerSurvivesADroppedRequest(t *testing.T) {
 	if body := mustCall(t, s.Endpoint(), "ListTables", `{}`); !strings.Contains(body, `"kept"`) || s.Stopped() {
 		t.Fatalf("ListTables = %s, stopped %v; want the table created before, the server up", body, s.Stopped())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the server's output goroutines
-// and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
