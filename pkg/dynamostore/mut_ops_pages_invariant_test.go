@@ -15,22 +15,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/lambda-dedupe/dedupe/localtest/dynamotest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dynamostore"
 )
 
-// errRunaway is what smallPages answers to a Query beyond its budget.
-var errRunaway = errors.New("test: more Query calls than the listing can need")
-
 // smallPages is an SDK middleware that makes the server answer every
 // Query in pages of at most size items, as DynamoDB does at 1 MB, so that
-// a listing's paging is exercised with a handful of items. It refuses
-// every Query past budget: a listing that never stops (one that starts
-// again from the first page) fails at once instead of hanging the
-// package's tests.
+// a listing's paging is exercised with a handful of items, and counts the
+// Queries.
 type smallPages struct {
-	size   int32
-	budget int
+	size int32
 
 	mu      sync.Mutex
 	queries int
@@ -48,11 +43,7 @@ func (p *smallPages) option() func(*dynamodb.Options) {
 					}
 					p.mu.Lock()
 					p.queries++
-					over := p.queries > p.budget
 					p.mu.Unlock()
-					if over {
-						return middleware.InitializeOutput{}, middleware.Metadata{}, errRunaway
-					}
 					if q.Limit == nil || *q.Limit > p.size {
 						c := *q
 						c.Limit = aws.Int32(p.size)
@@ -73,13 +64,18 @@ func (p *smallPages) count() int {
 	return n
 }
 
+// pagedBudget bounds the Queries of a paged store's client: a listing of
+// a few items in pages of one that starts again from its first page
+// spends it in half a second.
+const pagedBudget = 500
+
 // paged returns a store on r's table whose client gets every Query's
-// answer in pages of one item, with a budget of Queries.
+// answer in pages of one item, with a listing budget of pagedBudget.
 func (r *rig) paged(t *testing.T, opts dynamostore.Options) (*dynamostore.Store, *smallPages) {
 	t.Helper()
-	p := &smallPages{size: 1, budget: 500}
+	p := &smallPages{size: 1}
 	opts.Table = r.table
-	s, err := dynamostore.New(testClient(t, p.option()), opts)
+	s, err := dynamostore.New(dynamotest.Client(t, dynamotest.WithListingBudget(t, pagedBudget), p.option()), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -162,13 +158,13 @@ func TestListingsReadEveryPageOnce(t *testing.T) {
 			inShard1(stranded{prefix: "leftover", n: 1, claimed: 3 * time.Hour, lease: 10 * time.Minute, expires: time.Hour})
 			inShard1(stranded{prefix: "leftover", n: 1, claimed: 3 * time.Hour, lease: 10 * time.Minute, expires: time.Hour})
 			inShard1(stranded{prefix: "live", n: 1, claimed: 10 * time.Minute, lease: 5 * time.Minute})
-			reader, pages := r.paged(t, dynamostore.Options{Shards: 1})
+			reader, _ := r.paged(t, dynamostore.Options{Shards: 1})
 			recs, _, err := reader.InFlight(ctx, base, 100)
 			if !errors.Is(err, dynamostore.ErrShardMismatch) {
 				t.Errorf("InFlight with 1 shard = %d records, %v; want ErrShardMismatch (a live record on the probe's third page)", len(recs), err)
 			}
-			if errors.Is(err, errRunaway) {
-				t.Errorf("InFlight's probe never stopped: %d Queries", pages.budget)
+			if errors.Is(err, dynamotest.ErrListingBudget) {
+				t.Errorf("InFlight's probe never stopped: %d Queries", pagedBudget)
 			}
 		})
 	}
