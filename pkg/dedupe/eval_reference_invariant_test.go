@@ -18,8 +18,10 @@ import (
 // expressions pick the idempotency key, so an evaluator that drifted from
 // the language would give two requests one key, or one request two. The
 // expressions reach indexes at both ends and past them, comparisons,
-// filters, projections, functions with variadic arguments, let-bound
-// variables and pipes.
+// filters, projections, functions with variadic arguments and
+// expression references, let-bound variables and pipes. A selection made
+// of literals alone is refused, as the reference cannot: every event
+// would share it.
 func TestExprAgreesWithTheReference(t *testing.T) {
 	doc := []byte(`{"a": [10, 20, 30], "b": {"c": 3, "d": 5, "s": "xyz"},
 		"items": [{"id": "i1", "n": 1}, {"id": "i2", "n": 2}, {"id": "i3", "n": 3}],
@@ -28,6 +30,7 @@ func TestExprAgreesWithTheReference(t *testing.T) {
 	if err := json.Unmarshal(doc, &data); err != nil {
 		t.Fatal(err)
 	}
+	literal := map[string]bool{"not_null(`\"v1\"`, x)": true}
 	for _, expr := range []string{
 		"a[0]", "a[1]", "a[2]", "a[3]", "a[-1]", "a[-3]", "a[-4]", "empty[0]",
 		"a[0:2]", "a[::-1]", "b.s[0:2]",
@@ -40,13 +43,23 @@ func TestExprAgreesWithTheReference(t *testing.T) {
 		"sort(a)", "reverse(a)", "to_string(x)", "contains(a, `20`)", "starts_with(b.s, 'x')",
 		"let $v = b in $v.c", "let $v = a[0], $w = a[-1] in [$v, $w]",
 		"a | [0]", "items | [1] | id", "b.c && b.d", "nope || b.c", "!empty",
-		"`1.5e2`", "`2`", "`-0.25`",
+		"[x, `1.5e2`]", "[x, `2`]", "[x, `-0.25`]",
+		"a[1:]", "!b.c",
+		"sort_by(items, &n)[0].id", "max_by(items, &n).id", "min_by(items, &id).id", "map(&id, items)", "map(&n, items)",
+		"not_null(`\"v1\"`, x)", "[not_null(`\"v1\"`, x), y]", "merge(b, `{\"e\": 1}`, `{\"f\": 2}`)",
+		"let $v = x in let $a = y, $b = z in [$v, $a, $b]",
 	} {
 		want, err := jmespath.Search(expr, data)
 		if err != nil {
 			t.Fatalf("reference Search(%s): %v", expr, err)
 		}
 		got, err := dedupe.MustCompileExpr(expr).Payload(doc)
+		if literal[expr] {
+			if !errors.Is(err, dedupe.ErrNoFingerprint) {
+				t.Errorf("%s: selected %s, %v; want a refusal of literals alone", expr, got, err)
+			}
+			continue
+		}
 		if want == nil {
 			if err == nil {
 				t.Errorf("%s: selected %s where the reference finds null; want a refusal", expr, got)

@@ -132,7 +132,9 @@ func (e *jmesExpr) search(tree any) (val, error) {
 // (to_string(orderId) or type(orderId) of an event without orderId, a
 // projection that skipped a null, a literal default such as
 // orderId || 'none', an element a filter chose because a field is
-// missing), or from a number float64 cannot hold exactly.
+// missing), nor a value made of literals alone that the event only
+// chose (not_null('v1', id), id && 'v1'), nor one computed from a number
+// float64 cannot hold exactly.
 func (e *jmesExpr) Key(event any) (string, error) {
 	tree, err := eventTree(event)
 	if err != nil {
@@ -185,40 +187,59 @@ func (k keySel) write(b *strings.Builder) {
 	}
 }
 
-// keySel evaluates the expression on a decoded event and checks what it
-// selected.
+// keySel evaluates the expression on a decoded event and checks that it
+// selected a key: what selection checks, and not a value made of
+// literals alone, which every event that reaches it would share.
 func (e *jmesExpr) keySel(tree any) (keySel, error) {
+	sel, literal, err := e.selection(tree)
+	if err == nil && literal {
+		return keySel{}, fmt.Errorf("%w: %q selected a value made of literals alone, which every event would share; select a field of the event", ErrNoKey, e.src)
+	}
+	return sel, err
+}
+
+// scopeSel evaluates a scope expression on a decoded event: what
+// selection checks. A literal is a scope ('orders' names a namespace).
+func (e *jmesExpr) scopeSel(tree any) (keySel, error) {
+	sel, _, err := e.selection(tree)
+	return sel, err
+}
+
+// selection evaluates the expression on a decoded event, checks that it
+// selected what a key or scope can be, and reports whether it is made of
+// literals alone.
+func (e *jmesExpr) selection(tree any) (keySel, bool, error) {
 	v, err := e.search(tree)
 	if err != nil {
-		return keySel{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+		return keySel{}, false, fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
 	var sel keySel
 	if list, ok := v.v.([]any); ok {
 		if len(list) == 0 {
-			return keySel{}, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
+			return keySel{}, false, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
 		}
 		sel = keySel{parts: make([]string, len(list)), list: true}
 		for i, x := range list {
 			s, ok := keyScalar(x)
 			if !ok {
-				return keySel{}, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
+				return keySel{}, false, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
 			}
 			sel.parts[i] = s
 		}
 	} else {
 		s, ok := keyScalar(v.v)
 		if !ok {
-			return keySel{}, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v.v))
+			return keySel{}, false, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v.v))
 		}
 		sel = keySel{parts: []string{s}}
 	}
 	switch {
 	case v.inexact:
-		return keySel{}, fmt.Errorf("%w: %q computed its key from a number float64 cannot hold exactly (select it without a function or operator)", ErrNoKey, e.src)
+		return keySel{}, false, fmt.Errorf("%w: %q computed its key from a number float64 cannot hold exactly (select it without a function or operator)", ErrNoKey, e.src)
 	case v.missing:
-		return keySel{}, fmt.Errorf("%w: %q computed its key from a missing value (a null field, a projection that skipped one, or a literal default)", ErrNoKey, e.src)
+		return keySel{}, false, fmt.Errorf("%w: %q computed its key from a missing value (a null field, a projection that skipped one, or a literal default)", ErrNoKey, e.src)
 	}
-	return sel, nil
+	return sel, v.konst, nil
 }
 
 // Payload evaluates the expression against event (as Search does) and
@@ -228,7 +249,8 @@ func (e *jmesExpr) keySel(tree any) (keySel, error) {
 // null], {"amount": null}, []: the fields are missing, and every such
 // event would have one fingerprint); when a function or operator turned
 // a missing value into another (to_string(amount) of an event without
-// amount is "null"); and when it holds a number that cannot be compared
+// amount is "null"); when it is made of literals alone (id && 'v1'),
+// which every event would share; and when it holds a number that cannot be compared
 // exactly (one computed from a number float64 cannot hold, or a computed
 // whole number of 2^53 or more). Numbers selected from the event as they
 // are keep their exact digits.
@@ -252,6 +274,8 @@ func (e *jmesExpr) payload(tree any) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %q selected only nulls and empty lists or objects", ErrNoFingerprint, e.src)
 	case v.masked:
 		return nil, fmt.Errorf("%w: %q computed its selection from a missing value", ErrNoFingerprint, e.src)
+	case v.konst:
+		return nil, fmt.Errorf("%w: %q selected a value made of literals alone, which every event would share", ErrNoFingerprint, e.src)
 	case v.inexact || inexact(v.v):
 		return nil, fmt.Errorf("%w: %q selected a number that cannot be compared exactly", ErrNoFingerprint, e.src)
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,60 @@ func TestKeyErrorNamesWhatWasSelected(t *testing.T) {
 		if !errors.Is(err, ErrNoKey) || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("Key(%s): %v; want ErrNoKey ending %q", src, err, want)
 		}
+	}
+}
+
+// TestParseDecimalReadsOnlyNumbers states what parseDecimal, which keys
+// and compares the event's numbers by their digits, accepts: only what
+// strconv.ParseFloat also reads as a number, at the same value. Checked
+// on every string of up to five characters drawn from digits, '.', 'e',
+// 'E', '-' and '+'. A text that is no number ("", ".", "e5", "-") read
+// as zero would make a key of it, and one equal to another number would
+// give two numbers one key.
+func TestParseDecimalReadsOnlyNumbers(t *testing.T) {
+	const alphabet = "019.eE-+"
+	accepted := 0
+	var walk func(s string)
+	walk = func(s string) {
+		if _, ok := parseDecimal(s); ok {
+			accepted++
+			f, err := strconv.ParseFloat(s, 64)
+			switch {
+			case errors.Is(err, strconv.ErrSyntax):
+				t.Errorf("parseDecimal(%q) accepted what ParseFloat refuses: %v", s, err)
+			case err == nil && !sameDecimal(s, strconv.FormatFloat(f, 'g', -1, 64)):
+				t.Errorf("parseDecimal(%q) differs from ParseFloat's %g", s, f)
+			}
+		}
+		if len(s) == 5 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(s + string(c))
+		}
+	}
+	walk("")
+	if accepted < 1000 {
+		t.Fatalf("parseDecimal accepted only %d strings; the walk is broken", accepted)
+	}
+}
+
+// TestParseDecimalExponentBound states maxDecimalExp: an exponent of at
+// most maxDecimalExp in magnitude is read, either sign (zero, "0e1048576",
+// is zero); one beyond it is refused, never read as another number.
+func TestParseDecimalExponentBound(t *testing.T) {
+	for _, tt := range []struct {
+		exp int
+		ok  bool
+	}{{maxDecimalExp, true}, {-maxDecimalExp, true}, {maxDecimalExp + 1, false}, {-maxDecimalExp - 1, false}} {
+		for _, mant := range []string{"0", "1"} {
+			s := mant + "e" + strconv.Itoa(tt.exp)
+			if _, ok := parseDecimal(s); ok != tt.ok {
+				t.Errorf("parseDecimal(%q) ok = %v, want %v", s, ok, tt.ok)
+			}
+		}
+	}
+	if got, ok := wholeDecimal("0e" + strconv.Itoa(maxDecimalExp)); !ok || got != "0" {
+		t.Errorf("wholeDecimal(0e%d) = %q, %v; want 0", maxDecimalExp, got, ok)
 	}
 }

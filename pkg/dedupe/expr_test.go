@@ -59,7 +59,7 @@ func TestExprKeyOnFixtures(t *testing.T) {
 		{"Kinesis base64 data", "kinesis-event.json", "Records[0].kinesis.powertools_json(powertools_base64(data)).orderId", "=sord_1001|"},
 		{"SQS body", "sqs-event.json", "Records[1].powertools_json(body).orderId", "=sord_1002|"},
 		{"CloudWatch Logs gzip", "cloudwatch-logs-event.json", "powertools_json(powertools_base64_gzip(awslogs.data)).logEvents[0].id", "=s37915873459012348751234516712390102381928371928379182|"},
-		{"value with separators", "eventbridge-event.json", "'a|b%c'", "=sa%7Cb%25c|"},
+		{"value with separators", "eventbridge-event.json", "join('', [detail.orderId, 'a|b%c'])", "=sord_1001a%7Cb%25c|"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := dedupe.MustCompileExpr(tt.expr).Key(readFixture(t, tt.fixture))
@@ -85,6 +85,13 @@ func TestExprKeyRefuses(t *testing.T) {
 		{"list with null", "[detail.orderId, detail.nope]", "a list holding null"},
 		{"not JSON", "powertools_json(detail.orderId).x", "not valid JSON at byte 1"},
 		{"not base64", "powertools_base64(detail.orderId)", "powertools_base64"},
+		// A literal the event only chooses is the key of every event
+		// that reaches it.
+		{"literal first", "not_null(`\"v1\"`, detail.orderId)", "literals alone"},
+		{"literal after &&", "detail.orderId && 'v1'", "literals alone"},
+		{"literal before ||", "'v1' || detail.orderId", "literals alone"},
+		{"literal", "'order-1'", "literals alone"},
+		{"list of literals", "['a', 'b']", "literals alone"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := dedupe.MustCompileExpr(tt.expr).Key(ev)
@@ -99,21 +106,22 @@ func TestExprKeyRefuses(t *testing.T) {
 }
 
 // TestExprKeyInjective checks that lists and scalars with separators
-// never meet in one key (a one-element list is its element).
+// never meet in one key: each value below, selected from an event, gives
+// a key of its own (a list holding an empty string is refused).
 func TestExprKeyInjective(t *testing.T) {
 	seen := map[string]string{}
-	for _, expr := range []string{"['a', 'b']", "'a|b'", "['a', 'b', '']", "'2:a|b|'", "`[\"a\", \"b|\"]`", "['a%7Cb']"} {
-		k, err := dedupe.MustCompileExpr(expr).Key([]byte("{}"))
+	for _, v := range []string{`["a", "b"]`, `"a|b"`, `"2:a|b|"`, `["a", "b|"]`, `["a%7Cb"]`, `"a%7Cb"`, `["a|b"]`, `"=sa|"`} {
+		k, err := dedupe.MustCompileExpr("x").Key([]byte(`{"x":` + v + `}`))
 		if err != nil {
-			if errors.Is(err, dedupe.ErrNoKey) {
-				continue
-			}
-			t.Fatal(err)
+			t.Fatalf("Key of %s: %v", v, err)
 		}
 		if other, ok := seen[k]; ok {
-			t.Errorf("%s and %s give one key %q", expr, other, k)
+			t.Errorf("%s and %s give one key %q", v, other, k)
 		}
-		seen[k] = expr
+		seen[k] = v
+	}
+	if k, err := dedupe.MustCompileExpr("x").Key([]byte(`{"x":["a", "b", ""]}`)); !errors.Is(err, dedupe.ErrNoKey) {
+		t.Errorf("Key of a list holding \"\" = %q, %v; want ErrNoKey", k, err)
 	}
 }
 
@@ -185,6 +193,9 @@ func TestExprKeyRefusesMissingValues(t *testing.T) {
 		"to_string(detail.orderId == 'x')",
 		"[@][?detail.orderId == null].source",
 		"Records[?!eventName].id",
+		"length(to_string(detail.orderId)) + `1`",
+		"`1` + length(to_string(detail.orderId))",
+		"detail.orderId[0:2]",
 	} {
 		if k, err := dedupe.MustCompileExpr(expr).Key(ev); !errors.Is(err, dedupe.ErrNoKey) {
 			t.Errorf("Key(%s) = %q, %v; want ErrNoKey", expr, k, err)
@@ -204,6 +215,9 @@ func TestExprKeyRefusesMissingValues(t *testing.T) {
 		"[source, detail.amount]":            "2:sshop|n1250|",
 		"let $d = detail in $d.lines[1].sku": "=sb|",
 		"detail.amount > `100` && id":        "=se-1|",
+		"id[0:2]":                            "=se-|",
+		"map(&sku, detail.lines)":            "2:sa|sb|",
+		"length(id) + `1`":                   "=n4|",
 	} {
 		if k, err := dedupe.MustCompileExpr(expr).Key(ev); err != nil || k != want {
 			t.Errorf("Key(%s) = %q, %v; want %q", expr, k, err, want)
@@ -246,8 +260,11 @@ func TestExprKeyInjectiveAcrossTypes(t *testing.T) {
 		}
 	}
 	// A function computes in float64: what it cannot hold exactly is no key.
-	if k, err := dedupe.MustCompileExpr("to_string(x)").Key([]byte(`{"x":1234567890123456789}`)); !errors.Is(err, dedupe.ErrNoKey) {
-		t.Errorf("to_string of a number beyond float64 = %q, %v; want ErrNoKey", k, err)
+	// So does an operator, whichever side the number is on.
+	for _, expr := range []string{"to_string(x)", "to_string(x + `0`)", "to_string(`0` + x)", "x * `0`", "`0` * x"} {
+		if k, err := dedupe.MustCompileExpr(expr).Key([]byte(`{"x":1234567890123456789}`)); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("%s of a number beyond float64 = %q, %v; want ErrNoKey", expr, k, err)
+		}
 	}
 }
 

@@ -267,7 +267,7 @@ func handlerKey(in any, kind int, key, fp, scope *jmesExpr) (k string, payload [
 	b.WriteString("handler|")
 	stringSel(defScope...).write(&b)
 	if scope != nil {
-		sel, err := scope.keySel(tree)
+		sel, err := scope.scopeSel(tree)
 		if err != nil {
 			return "", nil, OutcomeInvalidKey, fmt.Errorf("scope: %w", err)
 		}
