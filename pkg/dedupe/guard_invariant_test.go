@@ -59,6 +59,11 @@ func TestMinRetentionIsAccepted(t *testing.T) {
 	if !errors.Is(err, dedupe.ErrInvalidRetention) || runs != 1 {
 		t.Errorf("Retention below MinRetention: %v after %d runs, want ErrInvalidRetention and no run", err, runs)
 	}
+	// HandlerConfig.Retention has the same bound.
+	if _, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "id", Scope: "'svc'", Retention: dedupe.MinRetention},
+		func(context.Context, map[string]any) (string, error) { return "", nil }); err != nil {
+		t.Errorf("HandlerConfig.Retention MinRetention: %v, want it accepted", err)
+	}
 }
 
 // TestInFlightAnswerNamesTheKey: a claim that fails with evidence of a

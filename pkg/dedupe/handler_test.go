@@ -66,6 +66,10 @@ func TestHandlerRefusesAtConstruction(t *testing.T) {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: time.Second}, eb)
 			return err
 		}, "HandlerConfig.Retention is 1s: set it to at least 1m0s"},
+		{"retention just below MinRetention", func() error {
+			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: dedupe.MinRetention - time.Nanosecond}, eb)
+			return err
+		}, "HandlerConfig.Retention is 59.999999999s: set it to at least 1m0s"},
 		{"negative retention", func() error {
 			_, err := dedupe.Handler(g, &dedupe.HandlerConfig[chargeReceipt]{Key: "id", Retention: -time.Hour}, eb)
 			return err
@@ -301,6 +305,14 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 		return events.APIGatewayProxyResponse{}, nil
 	})
 	refuse("WebSocket", err, "cannot be scoped: a WebSocket message")
+	// A type defined from one of them is that event: it gets the same
+	// advice, not only the generic requestContext refusal.
+	type definedALB events.ALBTargetGroupRequest
+	type definedAuthorizer events.APIGatewayV2CustomAuthorizerV2Request
+	err = svcHandler(g, func(context.Context, definedALB) (string, error) { return "", nil })
+	refuse("ALB defined type", err, "cannot be scoped: an ALB request names no caller Handler can trust; use the ALB adapter (dedupe.ALB)")
+	err = svcHandler(g, func(context.Context, *definedAuthorizer) (string, error) { return "", nil })
+	refuse("authorizer defined type", err, "cannot be scoped: an authorizer decides")
 
 	err = svcHandler(g, func(context.Context, order) (*events.LambdaFunctionURLStreamingResponse, error) { return nil, nil })
 	refuse("streamed", err, "are streamed")
@@ -312,6 +324,31 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 	}
 	err = svcHandler(g, func(context.Context, order) (withChan, error) { return withChan{}, nil })
 	refuse("chan field", err, "field Done is a chan")
+	// encoding/json encodes the exported fields of an embedded unexported
+	// struct (and fails on a chan among them), and ignores an embedded
+	// unexported type that is not a struct: Handler refuses exactly what
+	// json.Marshal fails on.
+	type hidden struct{ Done chan struct{} }
+	type withHidden struct {
+		hidden
+		ID string
+	}
+	if _, jerr := json.Marshal(withHidden{}); jerr == nil {
+		t.Fatal("json.Marshal encodes an embedded struct's chan; the case below tests nothing")
+	}
+	err = svcHandler(g, func(context.Context, order) (withHidden, error) { return withHidden{}, nil })
+	refuse("embedded unexported struct with a chan", err, "is a chan")
+	type hiddenChan chan struct{}
+	type withHiddenChan struct {
+		hiddenChan
+		ID string
+	}
+	if _, jerr := json.Marshal(withHiddenChan{}); jerr != nil {
+		t.Fatalf("json.Marshal of an embedded unexported chan: %v; the case below tests nothing", jerr)
+	}
+	if err = svcHandler(g, func(context.Context, order) (withHiddenChan, error) { return withHiddenChan{}, nil }); err != nil {
+		t.Errorf("embedded unexported chan, which json ignores: Handler = %v, want it accepted", err)
+	}
 
 	for _, tt := range []struct{ name, key, fp, scope, want string }{
 		{"constant key", "'order'", "", "", "HandlerConfig.Key \"'order'\" reads nothing of the event"},

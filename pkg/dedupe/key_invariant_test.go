@@ -1,6 +1,8 @@
 package dedupe
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,5 +107,24 @@ func TestStoreKeyInjectiveForAnyBytes(t *testing.T) {
 	}
 	if StoreKey("", long) == StoreKey("", strings.Repeat("\x81", 1100)) {
 		t.Error("two long keys that are not UTF-8 share a store key")
+	}
+}
+
+// TestKeyRefIsTheWholeKeysHash states KeyRef's form, on which an
+// operator relies to compute a record's reference from its stored key:
+// "key:" and the first 12 hex digits of the SHA-256 of the whole key,
+// at every length (short keys are hashed through a buffer, long ones
+// not). Two long keys that differ only past their first bytes get
+// references of their own.
+func TestKeyRefIsTheWholeKeysHash(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 256, 257, 300, 2000} {
+		key := strings.Repeat("k", n)
+		sum := sha256.Sum256([]byte(key))
+		if got, want := KeyRef(key), "key:"+hex.EncodeToString(sum[:6]); got != want {
+			t.Errorf("KeyRef of a %d-byte key = %s, want %s", n, got, want)
+		}
+		if n > 0 && KeyRef(key) == KeyRef(key[:n-1]+"x") {
+			t.Errorf("KeyRef of two %d-byte keys that differ in their last byte is one reference", n)
+		}
 	}
 }

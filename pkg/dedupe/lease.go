@@ -69,8 +69,10 @@ func (g *Guard) holds(err error) bool {
 //	  a crash stops the beats: the key is free at most 30s later,
 //	  instead of the fixed DefaultLease after the claim.
 func (g *Guard) heartbeat(ctx context.Context, call Call, key, token string) (context.Context, func()) {
+	// withHeartbeat calls it only with a positive Heartbeat, which New
+	// allows only on a LeaseExtender.
 	ext, ok := g.store.(LeaseExtender)
-	if g.cfg.Heartbeat <= 0 || !ok {
+	if !ok {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
