@@ -250,9 +250,9 @@ func (e *jmesExpr) selection(tree any) (keySel, bool, error) {
 // event would have one fingerprint); when a function or operator turned
 // a missing value into another (to_string(amount) of an event without
 // amount is "null"); when it is made of literals alone (id && 'v1'),
-// which every event would share; and when it holds a number that cannot be compared
-// exactly (one computed from a number float64 cannot hold, or a computed
-// whole number of 2^53 or more). Numbers selected from the event as they
+// which every event would share; and when it holds a number that cannot
+// be compared exactly (one computed from a number float64 cannot hold, or
+// a computed whole number of 2^53 or more). Numbers selected from the event as they
 // are keep their exact digits.
 func (e *jmesExpr) Payload(event any) ([]byte, error) {
 	tree, err := eventTree(event)

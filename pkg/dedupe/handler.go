@@ -22,8 +22,9 @@ type HandlerConfig[Out any] struct {
 	// "Records[].Sns.MessageId" for an SNS notification, "[customer,
 	// orderId]" for a key of two fields. An event for which it selects no
 	// usable key (a missing field, null, an empty string, an object, a
-	// boolean, a number that is not whole) is refused with an error
-	// wrapping ErrNoKey: the handler does not run.
+	// boolean, a number that is not whole, a value made of literals
+	// alone such as id && 'v1') is refused with an error wrapping
+	// ErrNoKey: the handler does not run.
 	Key string
 
 	// Fingerprint is a JMESPath expression that selects what of the
