@@ -282,6 +282,10 @@ func TestDefaultPrincipalNeverShares(t *testing.T) {
 		return &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
 			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims}}}}
 	}
+	v2IAM := func(iam events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription) any {
+		return &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &iam}}}
+	}
 	v1Auth := func(auth map[string]any) any {
 		return events.APIGatewayProxyRequest{RequestContext: events.APIGatewayProxyRequestContext{Authorizer: auth}}
 	}
@@ -297,6 +301,13 @@ func TestDefaultPrincipalNeverShares(t *testing.T) {
 		{"JWT issuers", v2JWT(map[string]string{"iss": "i1", "sub": "s"}), v2JWT(map[string]string{"iss": "i2", "sub": "s"})},
 		{"REST claims as map[string]string", v1Auth(map[string]any{"claims": map[string]string{"sub": "a"}}), v1Auth(map[string]any{"claims": map[string]string{"sub": "b"}})},
 		{"REST claims as a JSON string", v1Auth(map[string]any{"claims": `{"sub":"a"}`}), v1Auth(map[string]any{"claims": `{"sub":"b"}`})},
+		// A subject beside another identity field identifies the pair,
+		// never the subject alone.
+		{"same sub, other tenant", v2Lambda(map[string]any{"sub": "alice", "tenantId": "t1"}), v2Lambda(map[string]any{"sub": "alice", "tenantId": "t2"})},
+		{"id fields holding objects", v2Lambda(map[string]any{"userId": map[string]any{"n": 1}}), v2Lambda(map[string]any{"userId": map[string]any{"n": 2}})},
+		{"id fields holding lists", v2Lambda(map[string]any{"userId": []any{"a"}}), v2Lambda(map[string]any{"userId": []any{"b"}})},
+		{"IAM callers known by their caller id only", v2IAM(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{CallerID: "AIDA1"}),
+			v2IAM(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{CallerID: "AIDA2"})},
 		{"Lambda and IAM identities", v2Lambda(map[string]any{"principalId": "arn:aws:iam::1:user/u"}), &events.APIGatewayV2HTTPRequest{RequestContext: events.APIGatewayV2HTTPRequestContext{
 			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::1:user/u"}}}}},
 	}
@@ -334,6 +345,9 @@ func TestDefaultPrincipalNeverShares(t *testing.T) {
 		"context with a volatile value":    v2Lambda(map[string]any{"role": "buyer", "authTime": 1764590000}),
 		"nested context":                   v2Lambda(map[string]any{"who": map[string]any{"u": "1"}}),
 		"empty id field":                   v2Lambda(map[string]any{"userId": "", "plan": "pro"}),
+		"id field holding an empty object": v2Lambda(map[string]any{"userId": map[string]any{}, "plan": "pro"}),
+		"id field holding an empty list":   v2Lambda(map[string]any{"userId": []any{}, "plan": "pro"}),
+		"IAM authorizer naming no one":     v2IAM(events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccountID: "123456789012"}),
 		"JWT with neither sub nor client":  v2JWT(map[string]string{"iss": "i", "scope": "orders:write", "iat": "1"}),
 		"REST context without principalId": v1Auth(map[string]any{"team": "a", "integrationLatency": 3}),
 	} {

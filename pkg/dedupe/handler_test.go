@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -349,6 +350,26 @@ func TestHandlerRefusesTypesAndExpressions(t *testing.T) {
 	if err = svcHandler(g, func(context.Context, order) (withHiddenChan, error) { return withHiddenChan{}, nil }); err != nil {
 		t.Errorf("embedded unexported chan, which json ignores: Handler = %v, want it accepted", err)
 	}
+
+	// An array of a type json cannot encode fails json.Marshal when it
+	// has an element, and encodes as [] when it has none.
+	type withChans struct{ Done [1]chan struct{} }
+	type withNoChans struct{ Done [0]chan struct{} }
+	if _, jerr := json.Marshal(withChans{}); jerr == nil {
+		t.Fatal("json.Marshal encodes an array of one chan; the case below tests nothing")
+	}
+	if _, jerr := json.Marshal(withNoChans{}); jerr != nil {
+		t.Fatalf("json.Marshal of an array of no chan: %v; the case below tests nothing", jerr)
+	}
+	err = svcHandler(g, func(context.Context, order) (withChans, error) { return withChans{}, nil })
+	refuse("array of one chan", err, "field Done[0] is a chan")
+	if err = svcHandler(g, func(context.Context, order) (withNoChans, error) { return withNoChans{}, nil }); err != nil {
+		t.Errorf("array of no chan, which json encodes as []: Handler = %v, want it accepted", err)
+	}
+	// A value type whose pointer is an io.Reader is a stream too: the
+	// runtime streams what the handler returns through its address.
+	err = svcHandler(g, func(context.Context, order) (pointerReader, error) { return pointerReader{}, nil })
+	refuse("value whose pointer is a reader", err, "are streamed")
 
 	for _, tt := range []struct{ name, key, fp, scope, want string }{
 		{"constant key", "'order'", "", "", "HandlerConfig.Key \"'order'\" reads nothing of the event"},
@@ -792,3 +813,9 @@ func TestHandlerOptionsCompose(t *testing.T) {
 		}
 	})
 }
+
+// pointerReader is a result type whose pointer, not its value, is an
+// io.Reader.
+type pointerReader struct{ ID string }
+
+func (*pointerReader) Read([]byte) (int, error) { return 0, io.EOF }
