@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,83 @@ func TestCheckStoreKeyLimit(t *testing.T) {
 	}
 	if err := dedupe.CheckStoreKey(strings.Repeat("k", dedupe.MaxStoreKeyBytes+1)); !errors.Is(err, dedupe.ErrKeyRejected) {
 		t.Errorf("a key of MaxStoreKeyBytes+1 bytes: %v, want ErrKeyRejected", err)
+	}
+}
+
+// TestFingerprintOfAComputedNumberIsExact states that a fingerprint never
+// equates two requests that differ: a number the expression computes
+// (to_number of a string field) that float64 cannot hold exactly, from
+// 2^53 up, would fingerprint neighbouring values alike and replay one
+// request's answer to the other, so it is refused with ErrNoFingerprint
+// and the handler does not run; below 2^53 it is exact, and neighbours
+// are two fingerprints (a reused key is 422, never a replay).
+func TestFingerprintOfAComputedNumberIsExact(t *testing.T) {
+	type charge struct {
+		ID     string `json:"id"`
+		Amount string `json:"amount"`
+	}
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t"})
+	runs := 0
+	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: "id", Fingerprint: "to_number(amount)", Scope: "'billing'"},
+		func(_ context.Context, c charge) (string, error) { runs++; return c.Amount, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, amount := range []string{"9007199254740992", "9007199254740993", "12345678901234567890"} {
+		if _, err := h(ctx, charge{ID: "big-" + strconv.Itoa(i), Amount: amount}); !errors.Is(err, dedupe.ErrNoFingerprint) {
+			t.Errorf("amount %s, beyond float64's exact integers: %v, want ErrNoFingerprint", amount, err)
+		}
+	}
+	if runs != 0 {
+		t.Fatalf("%d runs on refused fingerprints", runs)
+	}
+	if got, err := h(ctx, charge{ID: "small", Amount: "9007199254740991"}); err != nil || got != "9007199254740991" {
+		t.Fatalf("amount 2^53-1: %q, %v; want it run", got, err)
+	}
+	if _, err := h(ctx, charge{ID: "small", Amount: "9007199254740990"}); !errors.Is(err, dedupe.ErrFingerprintMismatch) {
+		t.Errorf("the same key with amount 2^53-2: %v, want ErrFingerprintMismatch", err)
+	}
+}
+
+// TestHandlerChecksFunctionsAndBindings states what Handler decides at
+// construction about a Key that calls functions or binds variables: an
+// error anywhere in a let expression (a binding or its body) is refused
+// there, naming it, as it would fail on every event; a function called
+// with as many arguments as it takes at most is accepted and keys events
+// by what it reads; and a function that always returns a boolean is
+// refused as a key whatever its arguments read.
+func TestHandlerChecksFunctionsAndBindings(t *testing.T) {
+	type order struct {
+		Tenant string `json:"tenant"`
+		ID     string `json:"id"`
+	}
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t"})
+	build := func(key string) (func(context.Context, order) (string, error), error) {
+		return dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: key, Scope: "'orders'"},
+			func(_ context.Context, o order) (string, error) { return o.Tenant + "/" + o.ID, nil })
+	}
+	for _, tt := range []struct{ key, want string }{
+		{"let $t = nope(tenant) in [$t, id]", "unknown function nope()"},
+		{"let $t = tenant in nope(id)", "unknown function nope()"},
+		{"contains(id, 'x')", "always selects null or a boolean, never a key"},
+		{"starts_with(id, tenant)", "always selects null or a boolean, never a key"},
+	} {
+		if _, err := build(tt.key); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Key %q: Handler = %v, want an error containing %q", tt.key, err, tt.want)
+		}
+	}
+	ctx := context.Background()
+	for _, key := range []string{"let $t = tenant in [$t, id]", "join('-', [tenant, id])"} {
+		h, err := build(key)
+		if err != nil {
+			t.Errorf("Key %q: Handler = %v, want it accepted", key, err)
+			continue
+		}
+		a, errA := h(ctx, order{Tenant: "acme", ID: "1"})
+		b, errB := h(ctx, order{Tenant: "globex", ID: "1"})
+		if errA != nil || errB != nil || a != "acme/1" || b != "globex/1" {
+			t.Errorf("Key %q: two tenants' order 1 = %q, %v and %q, %v; want each its own answer", key, a, errA, b, errB)
+		}
 	}
 }
