@@ -46,6 +46,16 @@ type val struct {
 	inexact bool
 	// konst: computed from literals alone, not from the event.
 	konst bool
+	// few: computed from literals and truth values alone (a comparison,
+	// a negation, contains(), a literal): over all events it takes one
+	// of a few values, such as "true" and "false". konst implies few.
+	few bool
+	// mixed: a list or object some of whose parts are computed from
+	// literals alone and some from the event, or a value computed from
+	// one. What is picked out of it (a field, an index, a slice, a
+	// projection's or a filter's elements, max or min) may be a literal
+	// part, which is not told apart: it counts as konst.
+	mixed bool
 }
 
 // or returns v with the provenance of w added (konst only if both are).
@@ -54,13 +64,38 @@ func (v val) or(w val) val {
 	v.masked = v.masked || w.masked
 	v.inexact = v.inexact || w.inexact
 	v.konst = v.konst && w.konst
+	v.few = v.few && w.few
+	v.mixed = v.mixed || w.mixed
 	return v
 }
 
+// picked returns v as a part picked out of it: konst when v is mixed.
+func (v val) picked() val {
+	v.konst = v.konst || v.mixed
+	v.few = v.few || v.mixed
+	return v
+}
+
+// parts tells, as the parts of a list, an object or a function's
+// arguments are seen, whether some are literal and some not.
+type parts struct{ literal, event bool }
+
+func (p *parts) add(x val) {
+	if x.konst {
+		p.literal = true
+	} else {
+		p.event = true
+	}
+}
+
+func (p parts) mixed() bool { return p.literal && p.event }
+
 // derived returns a value computed by an operator or function from
-// inputs whose provenance is from.
+// inputs whose provenance is from: a truth value is one of few.
 func derived(x any, from val) val {
-	return val{v: x, missing: from.missing || x == nil, masked: from.masked || (from.missing && x != nil), inexact: from.inexact, konst: from.konst}
+	_, truth := x.(bool)
+	return val{v: x, missing: from.missing || x == nil, masked: from.masked || (from.missing && x != nil), inexact: from.inexact,
+		konst: from.konst, few: from.few || truth, mixed: from.mixed}
 }
 
 // evaluator evaluates one expression against one event.
@@ -84,7 +119,7 @@ func evalErrorf(format string, args ...any) error {
 func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 	switch n.NodeType {
 	case parsing.ASTLiteral:
-		return val{v: n.Value, konst: true, missing: n.Value == nil}, nil
+		return val{v: n.Value, konst: true, few: true, missing: n.Value == nil}, nil
 	case parsing.ASTIdentity, parsing.ASTCurrentNode:
 		return in, nil
 	case parsing.ASTRootNode:
@@ -92,6 +127,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 	case parsing.ASTField:
 		m, _ := in.v.(map[string]any)
 		x := m[n.Value.(string)]
+		in = in.picked()
 		in.v, in.missing = x, in.missing || x == nil
 		return in, nil
 	case parsing.ASTIndex:
@@ -104,6 +140,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 		if i >= 0 && i < len(list) {
 			x = list[i]
 		}
+		in = in.picked()
 		in.v, in.missing = x, in.missing || x == nil
 		return in, nil
 	case parsing.ASTSlice:
@@ -121,6 +158,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 				x = string(r)
 			}
 		}
+		in = in.picked()
 		in.v, in.missing = x, in.missing || x == nil
 		return in, nil
 	case parsing.ASTSubexpression, parsing.ASTIndexExpression:
@@ -163,8 +201,9 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 		left.missing = left.missing || slices.Contains(flat, nil)
 		return left, nil
 	case parsing.ASTMultiSelectList:
-		out := val{v: []any{}, konst: true}
+		out := val{v: []any{}, konst: true, few: true}
 		list := make([]any, 0, len(n.Children))
+		var ps parts
 		for _, c := range n.Children {
 			x, err := e.eval(c, in)
 			if err != nil {
@@ -172,12 +211,14 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 			}
 			list = append(list, x.v)
 			out = out.or(x)
+			ps.add(x)
 		}
-		out.v = list
+		out.v, out.mixed = list, out.mixed || ps.mixed()
 		return out, nil
 	case parsing.ASTMultiSelectHash:
-		out := val{konst: true}
+		out := val{konst: true, few: true}
 		m := make(map[string]any, len(n.Children))
+		var ps parts
 		for _, c := range n.Children {
 			x, err := e.eval(c, in)
 			if err != nil {
@@ -185,8 +226,9 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 			}
 			m[c.Value.(string)] = x.v
 			out = out.or(x)
+			ps.add(x)
 		}
-		out.v = m
+		out.v, out.mixed = m, out.mixed || ps.mixed()
 		return out, nil
 	case parsing.ASTKeyValPair:
 		return e.eval(n.Children[0], in)
@@ -215,7 +257,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 		if err != nil {
 			return val{}, err
 		}
-		right = right.or(val{missing: left.missing, masked: left.missing, inexact: left.inexact, konst: true})
+		right = right.or(val{missing: left.missing, masked: left.missing, inexact: left.inexact, konst: true, few: true})
 		return right, nil
 	case parsing.ASTNotExpression:
 		x, err := e.eval(n.Children[0], in)
@@ -294,8 +336,12 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 	out := left
 	out.v = nil
 	collected := []any{}
+	// The projection is made of literals alone when each element it
+	// keeps is, whatever it read to choose them (a literal visited
+	// once per element is the same for every event of that length).
+	allKonst, allFew := true, true
 	for _, x := range elems {
-		elem := left
+		elem := left.picked()
 		elem.v = x
 		if n.NodeType == parsing.ASTFilterProjection {
 			cond, err := e.eval(n.Children[2], elem)
@@ -325,8 +371,12 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 		}
 		collected = append(collected, r.v)
 		out = out.or(r)
+		allKonst, allFew = allKonst && r.konst, allFew && r.few
 	}
 	out.v = collected
+	if len(collected) > 0 {
+		out.konst, out.few = allKonst, allFew
+	}
 	return out, nil
 }
 
@@ -429,14 +479,19 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 	if !ok {
 		return val{}, evalErrorf("unknown function %s()", name)
 	}
-	from := val{konst: true}
+	from := val{konst: true, few: true}
 	args := make([]any, len(n.Children))
 	vals := make([]val, len(n.Children))
+	// elem is the provenance of the elements an expression reference
+	// visits, which come from the other arguments: set once they are
+	// evaluated, before the function calls the reference.
+	var elem val
+	var ps parts
 	for i, c := range n.Children {
 		if c.NodeType == parsing.ASTExpRef {
 			body := c.Children[0]
 			args[i] = func(data any) (any, error) {
-				r, err := e.eval(body, val{v: data})
+				r, err := e.eval(body, val{v: data, konst: elem.konst, few: elem.few})
 				if err != nil {
 					return nil, err
 				}
@@ -457,10 +512,13 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		}
 		vals[i] = x
 		from = from.or(x)
+		ps.add(x)
 		var lossy bool
 		args[i], lossy = floats(x.v)
 		from.inexact = from.inexact || lossy
 	}
+	from.mixed = from.mixed || ps.mixed()
+	elem = from.picked()
 	if name == "not_null" {
 		// not_null returns one of its arguments as it is: its provenance
 		// is that argument's, except that a literal taken because the
@@ -487,7 +545,20 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		// quote no argument.
 		return val{}, evalErrorf("%s(): %w", name, err)
 	}
+	if picks(name) {
+		from = from.picked()
+	}
 	return derived(res, from), nil
+}
+
+// picks reports whether function name returns one element of a list
+// argument as it is.
+func picks(name string) bool {
+	switch name {
+	case "max", "min", "max_by", "min_by":
+		return true
+	}
+	return false
 }
 
 // checkArgs checks args against the signature of function name, as the

@@ -189,14 +189,28 @@ func (k keySel) write(b *strings.Builder) {
 
 // keySel evaluates the expression on a decoded event and checks that it
 // selected a key: what selection checks, and not a value made of
-// literals alone, which every event that reaches it would share.
+// literals alone (or picked out of a list or object that mixes literals
+// with fields), which every event that reaches it would share, nor one
+// computed from literals and truth values alone, which takes one of a
+// few values for every event.
 func (e *jmesExpr) keySel(tree any) (keySel, error) {
-	sel, literal, err := e.selection(tree)
-	if err == nil && literal {
-		return keySel{}, fmt.Errorf("%w: %q selected a value made of literals alone, which every event would share; select a field of the event", ErrNoKey, e.src)
+	sel, v, err := e.selection(tree)
+	switch {
+	case err != nil:
+		return keySel{}, err
+	case v.konst:
+		return keySel{}, fmt.Errorf("%w: %q %s, which every event would share; select a field of the event", ErrNoKey, e.src, literalOnly)
+	case v.few:
+		return keySel{}, fmt.Errorf("%w: %q %s; select a field of the event", ErrNoKey, e.src, truthOnly)
 	}
-	return sel, err
+	return sel, nil
 }
+
+// literalOnly and truthOnly say why a key or fingerprint is refused.
+const (
+	literalOnly = "selected a value made of literals alone, or picked out of a list or object that mixes literals with fields (a literal part cannot be told apart)"
+	truthOnly   = "computed its value from comparisons and literals alone (such as to_string(!id)), which takes one of a few values for every event"
+)
 
 // scopeSel evaluates a scope expression on a decoded event: what
 // selection checks. A literal is a scope ('orders' names a namespace).
@@ -206,40 +220,40 @@ func (e *jmesExpr) scopeSel(tree any) (keySel, error) {
 }
 
 // selection evaluates the expression on a decoded event, checks that it
-// selected what a key or scope can be, and reports whether it is made of
-// literals alone.
-func (e *jmesExpr) selection(tree any) (keySel, bool, error) {
+// selected what a key or scope can be, and returns the value it
+// selected, whose provenance tells whether it is made of literals alone.
+func (e *jmesExpr) selection(tree any) (keySel, val, error) {
 	v, err := e.search(tree)
 	if err != nil {
-		return keySel{}, false, fmt.Errorf("%w: %w", ErrNoKey, err)
+		return keySel{}, val{}, fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
 	var sel keySel
 	if list, ok := v.v.([]any); ok {
 		if len(list) == 0 {
-			return keySel{}, false, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
+			return keySel{}, val{}, fmt.Errorf("%w: %q selected an empty list", ErrNoKey, e.src)
 		}
 		sel = keySel{parts: make([]string, len(list)), list: true}
 		for i, x := range list {
 			s, ok := keyScalar(x)
 			if !ok {
-				return keySel{}, false, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
+				return keySel{}, val{}, fmt.Errorf("%w: %q selected a list holding %s", ErrNoKey, e.src, describe(x))
 			}
 			sel.parts[i] = s
 		}
 	} else {
 		s, ok := keyScalar(v.v)
 		if !ok {
-			return keySel{}, false, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v.v))
+			return keySel{}, val{}, fmt.Errorf("%w: %q selected %s", ErrNoKey, e.src, describe(v.v))
 		}
 		sel = keySel{parts: []string{s}}
 	}
 	switch {
 	case v.inexact:
-		return keySel{}, false, fmt.Errorf("%w: %q computed its key from a number float64 cannot hold exactly (select it without a function or operator)", ErrNoKey, e.src)
+		return keySel{}, val{}, fmt.Errorf("%w: %q computed its key from a number float64 cannot hold exactly (select it without a function or operator)", ErrNoKey, e.src)
 	case v.missing:
-		return keySel{}, false, fmt.Errorf("%w: %q computed its key from a missing value (a null field, a projection that skipped one, or a literal default)", ErrNoKey, e.src)
+		return keySel{}, val{}, fmt.Errorf("%w: %q computed its key from a missing value (a null field, a projection that skipped one, or a literal default)", ErrNoKey, e.src)
 	}
-	return sel, v.konst, nil
+	return sel, v, nil
 }
 
 // Payload evaluates the expression against event (as Search does) and
@@ -275,7 +289,8 @@ func (e *jmesExpr) payload(tree any) ([]byte, error) {
 	case v.masked:
 		return nil, fmt.Errorf("%w: %q computed its selection from a missing value", ErrNoFingerprint, e.src)
 	case v.konst:
-		return nil, fmt.Errorf("%w: %q selected a value made of literals alone, which every event would share", ErrNoFingerprint, e.src)
+		return nil, fmt.Errorf("%w: %q %s, which every event would share", ErrNoFingerprint, e.src, literalOnly)
+
 	case v.inexact || inexact(v.v):
 		return nil, fmt.Errorf("%w: %q selected a number that cannot be compared exactly", ErrNoFingerprint, e.src)
 	}

@@ -23,8 +23,12 @@ type HandlerConfig[Out any] struct {
 	// orderId]" for a key of two fields. An event for which it selects no
 	// usable key (a missing field, null, an empty string, an object, a
 	// boolean, a number that is not whole, a value made of literals
-	// alone such as id && 'v1') is refused with an error wrapping
-	// ErrNoKey: the handler does not run.
+	// alone such as id && 'v1', one picked out of a list or object that
+	// mixes literals with fields such as ['v1', id][0], a string computed
+	// from comparisons alone such as to_string(!id)) is refused with an
+	// error wrapping ErrNoKey: the handler does not run. Select the key
+	// rather than compute it: length(items) is a key, shared by every
+	// event with as many items.
 	Key string
 
 	// Fingerprint is a JMESPath expression that selects what of the
