@@ -48,6 +48,7 @@ func TestExprAgreesWithTheReference(t *testing.T) {
 		"sort_by(items, &n)[0].id", "max_by(items, &n).id", "min_by(items, &id).id", "map(&id, items)", "map(&n, items)",
 		"not_null(`\"v1\"`, x)", "[not_null(`\"v1\"`, x), y]", "merge(b, `{\"e\": 1}`, `{\"f\": 2}`)",
 		"let $v = x in let $a = y, $b = z in [$v, $a, $b]",
+		"x + z", "z - x", "x * z", "z / `2`", "z % `4`", "z // `2`", "-x", "+x", "-(z - x)", "[-x, +z]",
 	} {
 		want, err := jmespath.Search(expr, data)
 		if err != nil {

@@ -220,3 +220,24 @@ func TestHandlerChecksFunctionsAndBindings(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyNumberDigitsBound states the bound on a whole number in a key
+// as maxKeyDigits' doc gives it: 400 digits is a key, written out or
+// with an exponent, and 401 is refused with ErrNoKey, so that an
+// exponent cannot make a key of unbounded size.
+func TestKeyNumberDigitsBound(t *testing.T) {
+	key := func(n string) error {
+		_, err := dedupe.MustCompileExpr("n").Key([]byte(`{"n": ` + n + `}`))
+		return err
+	}
+	for _, n := range []string{"1" + strings.Repeat("0", 399), "1e399", "-1e399"} {
+		if err := key(n); err != nil {
+			t.Errorf("a whole number of 400 digits (%.12s…): %v, want a key", n, err)
+		}
+	}
+	for _, n := range []string{"1" + strings.Repeat("0", 400), "1e400"} {
+		if err := key(n); !errors.Is(err, dedupe.ErrNoKey) {
+			t.Errorf("a whole number of 401 digits (%.12s…): %v, want ErrNoKey", n, err)
+		}
+	}
+}
