@@ -375,37 +375,45 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 
 	var out []Latency
 	out = append(out, measure(ctx, n, calls, scenario{"bare handler", bare, keyed("b")})...)
-	// The floor: the two writes a fresh request makes, by hand. A floor
-	// whose writes fail (a key of the wrong shape) would be no floor:
-	// the first failure fails the run.
+	// The floors send, by hand, the very requests a guarded request
+	// sent, captured from one through a second store on a recording
+	// client: the same expressions, a key of the same length, a record of
+	// the same size. Their difference from the guarded rows is then what
+	// the guard, the adapter and the store add, not a shorter key or a
+	// smaller item. A floor whose calls fail (or, the replay's claim,
+	// succeed) would be no floor: the first such call fails the run.
 	var floorErr error
 	floorFailed := func(err error) {
 		if err != nil && floorErr == nil {
-			floorErr = fmt.Errorf("a floor's raw write failed: %w", err)
+			floorErr = fmt.Errorf("a floor's raw call failed: %w", err)
 		}
 	}
+	rec := &recording{Client: c}
+	recStore, err := dynamostore.New(rec, dynamostore.Options{Table: table})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	recorded := dedupe.HTTPAPI(dedupe.New(recStore, &dedupe.Config{Prefix: "bench"}), nil, bare)
+	// storeKey is the stored key of a request's record, as the guard
+	// derives it.
+	storeKey := func(req events.APIGatewayV2HTTPRequest) string {
+		ek, err := dedupe.KeyOfEvent(nil, req)
+		floorFailed(err)
+		return dedupe.StoreKey("bench", ek.Scoped)
+	}
+	recorded(ctx, request("capture"+run))
+	fresh := rec.take()
+	if len(fresh) != 2 || fresh[0].update == nil || fresh[1].update == nil {
+		return nil, 0, 0, fmt.Errorf("a guarded fresh request sent %d calls, not the claim's and the completion's UpdateItem: the floor cannot be built", len(fresh))
+	}
 	raw := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		k := rawKeyOf("raw#" + req.Headers["idempotency-key"])
-		// The same claim dynamostore makes (into the inflight index
-		// too), and the same update a completion makes (out of it
-		// again), by hand.
-		num := func(v int64) types.AttributeValue {
-			return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+		k := rawKeyOf(storeKey(req))
+		for _, call := range fresh {
+			in := *call.update
+			in.Key = k
+			_, err := c.UpdateItem(ctx, &in)
+			floorFailed(err)
 		}
-		str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-		now := time.Now()
-		tok := "OWNERTOKEN0123456789ABCDEF"
-		_, err := c.UpdateItem(ctx, claimInput(table, k, now))
-		floorFailed(err)
-		_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: k,
-			UpdateExpression:         aws.String("SET #s = :c, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro, #rb = :rb, #re = :re REMOVE #shard, #rh"),
-			ConditionExpression:      aws.String("#o = :o AND #exp >= :now"),
-			ExpressionAttributeNames: map[string]string{"#s": "status", "#o": "owner", "#exp": "expires_at", "#upd": "updated_at", "#rs": "res_status", "#ro": "res_omitted", "#rb": "res_body", "#re": "res_encoding", "#shard": "inflight_shard", "#rh": "res_headers"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":c": str("COMPLETED"), ":rs": num(201), ":o": str(tok),
-				":now": num(now.Unix()), ":exp": num(now.Add(24 * time.Hour).Unix()), ":upd": num(now.UnixMilli()),
-				":ro": &types.AttributeValueMemberBOOL{Value: false}, ":re": str("identity"),
-				":rb": &types.AttributeValueMemberB{Value: []byte(`{"id":"pay_1","amount":1250,"currency":"EUR","status":"succeeded"}`)}}})
-		floorFailed(err)
 		return bare(ctx, req)
 	}
 	out = append(out, measure(ctx, n, calls,
@@ -413,34 +421,27 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 		scenario{"guarded fresh", guarded(nil), keyed("f")})...)
 	h := guarded(nil)
 	h(ctx, same("replay")(0))
-	// The replay's floor: the claim's update, by hand, failing on a
-	// completed record like the replay's, then the read a server without
-	// ALL_OLD needs.
-	rawKey := "raw-replay#" + run
-	replayKey := rawKeyOf(rawKey)
-	{
-		now := time.Now()
-		resp, _ := bare(ctx, request(rawKey))
-		if _, err := store.Claim(ctx, dedupe.ClaimRequest{Key: rawKey, Fingerprint: "fp", Token: "raw", Now: now,
-			LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}); err != nil {
-			return nil, 0, 0, err
-		}
-		if err := store.Complete(ctx, dedupe.CompleteRequest{Key: rawKey, Token: "raw", Now: now, ExpiresAt: now.Add(time.Hour),
-			Result: dedupe.Result{StatusCode: resp.StatusCode, Headers: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(resp.Body)}}); err != nil {
-			return nil, 0, 0, err
-		}
+	// The replay's floor: the calls a guarded replay of the same record
+	// sends (the claim's UpdateItem, failing on the completed record,
+	// and, on a server that ignores ALL_OLD such as dynalite, the
+	// strongly consistent GetItem that reads it), sent again on it.
+	recorded(ctx, same("replay")(0))
+	replay := rec.take()
+	if len(replay) == 0 || replay[0].update == nil {
+		return nil, 0, 0, errors.New("a guarded replay sent no claim: the floor cannot be built")
 	}
 	rawReplay := func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		now := time.Now()
-		_, err := c.UpdateItem(ctx, claimInput(table, replayKey, now))
 		var ccf *types.ConditionalCheckFailedException
-		switch {
-		case errors.As(err, &ccf) && len(ccf.Item) == 0:
-			_, err = c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: replayKey, ConsistentRead: aws.Bool(true)})
-			floorFailed(err)
-		case errors.As(err, &ccf):
-		default:
-			floorFailed(fmt.Errorf("the replay floor's claim did not fail on the completed record: %v", err))
+		for _, call := range replay {
+			switch {
+			case call.update != nil:
+				if _, err := c.UpdateItem(ctx, call.update); !errors.As(err, &ccf) {
+					floorFailed(fmt.Errorf("the replay floor's claim did not fail on the completed record: %v", err))
+				}
+			case call.get != nil:
+				_, err := c.GetItem(ctx, call.get)
+				floorFailed(err)
+			}
 		}
 		return bare(ctx, req)
 	}
@@ -474,6 +475,13 @@ func latencies(ctx context.Context, c *dynamodb.Client, calls *counter, table st
 	byName := map[string]Latency{}
 	for _, l := range out {
 		byName[l.Name] = l
+	}
+	// A floor is the guarded request's own calls: one that made another
+	// number of calls measures something else.
+	for guard, floor := range map[string]string{"guarded fresh": "two raw writes (floor)", "guarded replay, cache off": "raw failed claim (replay floor)"} {
+		if g, f := byName[guard].CallsPerReq, byName[floor].CallsPerReq; g != f {
+			return nil, 0, 0, fmt.Errorf("%s made %.2f calls per request, its floor %.2f: the floor does not send what the guard sent", guard, g, f)
+		}
 	}
 	floor := byName["two raw writes (floor)"].P50ms - byName["bare handler"].P50ms
 	over := 0.0
@@ -599,28 +607,34 @@ func rawKeyOf(k string) map[string]types.AttributeValue {
 	}
 }
 
-// claimInput is the claim dynamostore makes, by hand: one conditional
-// UpdateItem that takes an absent key (a fresh request's floor) and fails
-// on a completed record (a replay's floor), with the store's condition,
-// so that dynalite's cost of evaluating it is part of the floor, not of
-// the guard.
-func claimInput(table string, key map[string]types.AttributeValue, now time.Time) *dynamodb.UpdateItemInput {
-	num := func(v int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-	}
-	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	return &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
-		UpdateExpression: aws.String("SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
-			"#exp = :exp, #created = :nowms, #upd = :nowms, #shard = :shard REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem, #rid, #trace"),
-		ConditionExpression: aws.String("attribute_not_exists(#pk) OR " +
-			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #owner = :tok OR " +
-			"#status = :inprog AND #exp >= :now AND attribute_exists(#first) AND #lease < :nowms AND #fp = :fp"),
-		ExpressionAttributeNames: map[string]string{"#pk": "pk", "#status": "status", "#fp": "fingerprint", "#owner": "owner", "#first": "first_token",
-			"#lease": "lease_expires_at", "#exp": "expires_at", "#created": "created_at", "#upd": "updated_at",
-			"#shard": "inflight_shard", "#rs": "res_status", "#rh": "res_headers", "#rb": "res_body", "#re": "res_encoding",
-			"#ro": "res_omitted", "#robj": "res_object", "#ritem": "res_item", "#rid": "request_id", "#trace": "trace"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":inprog": str("IN_PROGRESS"), ":fp": str("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"),
-			":tok": str("OWNERTOKEN0123456789ABCDEF"), ":lease": num(now.Add(time.Minute).UnixMilli()), ":exp": num(now.Add(25 * time.Hour).Unix()),
-			":nowms": num(now.UnixMilli()), ":now": num(now.Unix()), ":shard": num(3)},
-		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+// recording is a dynamostore.Client that passes every call on and keeps
+// the inputs of its UpdateItem and GetItem calls, in order, for a floor
+// to send again.
+type recording struct {
+	*dynamodb.Client
+	calls []recorded
+}
+
+// recorded is one call a recording client passed on: its UpdateItem's
+// input or its GetItem's.
+type recorded struct {
+	update *dynamodb.UpdateItemInput
+	get    *dynamodb.GetItemInput
+}
+
+func (r *recording) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	r.calls = append(r.calls, recorded{update: in})
+	return r.Client.UpdateItem(ctx, in, o...)
+}
+
+func (r *recording) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	r.calls = append(r.calls, recorded{get: in})
+	return r.Client.GetItem(ctx, in, o...)
+}
+
+// take returns the calls recorded since the last take.
+func (r *recording) take() []recorded {
+	calls := r.calls
+	r.calls = nil
+	return calls
 }
