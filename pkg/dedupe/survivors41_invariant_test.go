@@ -241,3 +241,16 @@ func TestKeyNumberDigitsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyProjectionReadsTheEvent states that a projection that kept no
+// element is as much the event's as the list it projected: beside a
+// field in an object, it does not make the object a mix of literals and
+// fields, so the field picked out of it is a key.
+func TestEmptyProjectionReadsTheEvent(t *testing.T) {
+	e := dedupe.MustCompileExpr("{none: items[?x == 'none'].x, id: id}.id")
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.Key([]byte(`{"id": "` + id + `", "items": [{"x": "a"}]}`)); err != nil {
+			t.Errorf("id %s: %v, want a key", id, err)
+		}
+	}
+}
