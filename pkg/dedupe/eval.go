@@ -51,11 +51,17 @@ type val struct {
 	// of a few values, such as "true" and "false". konst implies few.
 	few bool
 	// mixed: a list or object some of whose parts are computed from
-	// literals alone and some from the event, or a value computed from
+	// literals alone, some from literals and truth values alone, and
+	// some from the event (two of the three), or a value computed from
 	// one. What is picked out of it (a field, an index, a slice, a
-	// projection's or a filter's elements, max or min) may be a literal
-	// part, which is not told apart: it counts as konst.
+	// projection's or a filter's elements, max or min, keys or values)
+	// may be a literal part, which is not told apart: it counts as konst.
 	mixed bool
+	// shaped: a list or object the expression built ([a, b], {k: a},
+	// to_array(a)), or a value computed from one: how many parts it has,
+	// and an object's keys, are the expression's, not the event's, so
+	// its length and keys are literals.
+	shaped bool
 }
 
 // or returns v with the provenance of w added (konst only if both are).
@@ -66,6 +72,7 @@ func (v val) or(w val) val {
 	v.konst = v.konst && w.konst
 	v.few = v.few && w.few
 	v.mixed = v.mixed || w.mixed
+	v.shaped = v.shaped || w.shaped
 	return v
 }
 
@@ -77,25 +84,32 @@ func (v val) picked() val {
 }
 
 // parts tells, as the parts of a list, an object or a function's
-// arguments are seen, whether some are literal and some not.
-type parts struct{ literal, event bool }
+// arguments are seen, whether they are of more than one kind: made of
+// literals alone, of literals and truth values alone, or read from the
+// event.
+type parts struct{ literal, truth, event bool }
 
 func (p *parts) add(x val) {
-	if x.konst {
+	switch {
+	case x.konst:
 		p.literal = true
-	} else {
+	case x.few:
+		p.truth = true
+	default:
 		p.event = true
 	}
 }
 
-func (p parts) mixed() bool { return p.literal && p.event }
+func (p parts) mixed() bool {
+	return p.literal && p.truth || p.literal && p.event || p.truth && p.event
+}
 
 // derived returns a value computed by an operator or function from
 // inputs whose provenance is from: a truth value is one of few.
 func derived(x any, from val) val {
 	_, truth := x.(bool)
 	return val{v: x, missing: from.missing || x == nil, masked: from.masked || (from.missing && x != nil), inexact: from.inexact,
-		konst: from.konst, few: from.few || truth, mixed: from.mixed}
+		konst: from.konst, few: from.few || truth, mixed: from.mixed, shaped: from.shaped}
 }
 
 // evaluator evaluates one expression against one event.
@@ -213,7 +227,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 			out = out.or(x)
 			ps.add(x)
 		}
-		out.v, out.mixed = list, out.mixed || ps.mixed()
+		out.v, out.mixed, out.shaped = list, out.mixed || ps.mixed(), true
 		return out, nil
 	case parsing.ASTMultiSelectHash:
 		out := val{konst: true, few: true}
@@ -228,7 +242,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 			out = out.or(x)
 			ps.add(x)
 		}
-		out.v, out.mixed = m, out.mixed || ps.mixed()
+		out.v, out.mixed, out.shaped = m, out.mixed || ps.mixed(), true
 		return out, nil
 	case parsing.ASTKeyValPair:
 		return e.eval(n.Children[0], in)
@@ -338,8 +352,10 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 	collected := []any{}
 	// The projection is made of literals alone when each element it
 	// keeps is, whatever it read to choose them (a literal visited
-	// once per element is the same for every event of that length).
+	// once per element is the same for every event of that length);
+	// it is mixed when its elements are of more than one kind.
 	allKonst, allFew := true, true
+	var ps parts
 	for _, x := range elems {
 		elem := left.picked()
 		elem.v = x
@@ -372,11 +388,13 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 		collected = append(collected, r.v)
 		out = out.or(r)
 		allKonst, allFew = allKonst && r.konst, allFew && r.few
+		ps.add(r)
 	}
 	out.v = collected
 	if len(collected) > 0 {
 		out.konst, out.few = allKonst, allFew
 	}
+	out.mixed = out.mixed || ps.mixed()
 	return out, nil
 }
 
@@ -486,21 +504,22 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 	// visits, which come from the other arguments: set once they are
 	// evaluated, before the function calls the reference.
 	var elem val
-	var ps parts
+	// body is what the expression reference computed, over all the
+	// elements it visited; bodies tells the kinds of those values.
+	body := val{konst: true, few: true}
+	var ps, bodies parts
 	for i, c := range n.Children {
 		if c.NodeType == parsing.ASTExpRef {
-			body := c.Children[0]
+			ref := c.Children[0]
 			args[i] = func(data any) (any, error) {
-				r, err := e.eval(body, val{v: data, konst: elem.konst, few: elem.few})
+				r, err := e.eval(ref, val{v: data, konst: elem.konst, few: elem.few})
 				if err != nil {
 					return nil, err
 				}
-				// What the reference computed from each element counts
-				// as an input of the function.
-				from = from.or(r)
-				from.missing = from.missing || r.v == nil
+				body = body.or(r)
 				f, lossy := floats(r.v)
-				from.inexact = from.inexact || lossy
+				body.inexact = body.inexact || lossy
+				bodies.add(r)
 				return f, nil
 			}
 			vals[i] = val{v: args[i], konst: true}
@@ -517,7 +536,6 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		args[i], lossy = floats(x.v)
 		from.inexact = from.inexact || lossy
 	}
-	from.mixed = from.mixed || ps.mixed()
 	elem = from.picked()
 	if name == "not_null" {
 		// not_null returns one of its arguments as it is: its provenance
@@ -545,10 +563,74 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		// quote no argument.
 		return val{}, evalErrorf("%s(): %w", name, err)
 	}
+	return derived(res, provenance(name, from, vals, ps, body, bodies)), nil
+}
+
+// provenance returns what the result of function name derives from,
+// given the provenance of its arguments taken together (from) and one by
+// one (vals, and ps their kinds), and of what its expression reference
+// computed (body, and bodies its kinds).
+func provenance(name string, from val, vals []val, ps parts, body val, bodies parts) val {
+	switch name {
+	case "merge", "zip":
+		// Their result holds the arguments' parts side by side.
+		from.mixed = from.mixed || ps.mixed()
+	case "map":
+		// Its result is what the reference computed from each element.
+		out := body
+		out.missing = out.missing || from.missing
+		out.inexact = out.inexact || from.inexact
+		out.mixed = out.mixed || bodies.mixed()
+		out.shaped = from.shaped
+		from = out
+	case "sort_by", "max_by", "min_by", "group_by":
+		// They return the list's own elements: what the reference
+		// computed only orders, chooses or groups them, and may have
+		// done so wrongly if it was missing or inexact (derived marks
+		// the result masked when it is missing).
+		from.missing = from.missing || body.missing
+		from.inexact = from.inexact || body.inexact
+		if name == "group_by" && (bodies.literal || bodies.truth) {
+			// Its keys are the reference's values.
+			from.shaped = true
+		}
+	case "length", "keys":
+		switch vals[0].v.(type) {
+		case []any, map[string]any:
+			if vals[0].shaped {
+				from.konst, from.few = true, true
+			}
+		}
+	case "items":
+		// Its pairs hold an object's keys beside its values.
+		from.mixed = from.mixed || vals[0].shaped
+	case "to_array":
+		if _, ok := vals[0].v.([]any); !ok {
+			from.shaped = true
+		}
+	}
+	if i, ok := subject(name); ok && vals[i].few {
+		// The event only chose how a literal is cut, padded or
+		// joined: the result is one of a few values.
+		from.few = true
+	}
 	if picks(name) {
 		from = from.picked()
 	}
-	return derived(res, from), nil
+	return from
+}
+
+// subject returns the argument of string function name whose text the
+// result is made of (the others are parameters: a separator, a pattern,
+// a width).
+func subject(name string) (int, bool) {
+	switch name {
+	case "replace", "split", "trim", "trim_left", "trim_right", "pad_left", "pad_right", "find_first", "find_last":
+		return 0, true
+	case "join":
+		return 1, true
+	}
+	return 0, false
 }
 
 // picks reports whether function name returns one element of a list

@@ -26,9 +26,10 @@ type HandlerConfig[Out any] struct {
 	// alone such as id && 'v1', one picked out of a list or object that
 	// mixes literals with fields such as ['v1', id][0], a string computed
 	// from comparisons alone such as to_string(!id)) is refused with an
-	// error wrapping ErrNoKey: the handler does not run. Select the key
-	// rather than compute it: length(items) is a key, shared by every
-	// event with as many items.
+	// error wrapping ErrNoKey: the handler does not run. A literal that
+	// is a function's parameter is no part of what it selects:
+	// split(pk, '#')[1] is a key. Select the key rather than compute it:
+	// length(items) is a key, shared by every event with as many items.
 	Key string
 
 	// Fingerprint is a JMESPath expression that selects what of the

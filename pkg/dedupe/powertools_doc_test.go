@@ -1,0 +1,72 @@
+package dedupe_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
+)
+
+// TestPowertoolsDocKeyExamples holds the examples of docs/powertools.md's
+// table of keys to the code: each expression the page shows is there,
+// and is refused with ErrNoKey, or is a key that two events differing in
+// every field it reads tell apart, as the page says.
+func TestPowertoolsDocKeyExamples(t *testing.T) {
+	page, err := os.ReadFile("../../docs/powertools.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ev = `{"orderId": "o%s", "id": "i%s", "pk": "T#%s", "a": "a%s", "b": "b%s", "tenant": "t%s", "amount": %s,
+		"eventName": "INSERT", "Records": [{"messageId": "m%s", "id": "r%s", "eventName": "INSERT", "a": "a%s"}]}`
+	evs := []any{event42(t, strings.ReplaceAll(ev, "%s", "1")), event42(t, strings.ReplaceAll(ev, "%s", "2"))}
+	for _, tt := range []struct {
+		expr    string
+		refused bool
+	}{
+		{"not_null(`\"v1\"`, orderId)", true},
+		{"orderId && 'v1'", true},
+		{"'v1' \\|\\| orderId", true},
+		{"['a', 'b']", true},
+		{"map(&'orderId', Records)", true},
+		{"join(orderId, ['v1'])", true},
+		{"replace('v1', orderId, '')", true},
+		{"length([a, b])", true},
+		{"keys({k: a})", true},
+		{"sort_by(['v1', 'v2'], &$.amount)[0]", true},
+		{"['v1', orderId][0]", true},
+		{"{v: 'v1', i: orderId}.i", true},
+		{"merge({tenant: 'default'}, @).tenant", true},
+		{"[to_string(amount > `5`), orderId][0]", true},
+		{"to_string(!orderId)", true},
+		{"to_string(orderId == 'x')", true},
+		{"['v1', orderId]", false},
+		{"join('-', ['v1', orderId])", false},
+		{"split(pk, '#')[1]", false},
+		{"replace(orderId, '-', '')", false},
+		{"max_by(Records, &join('-', [a, 'x'])).messageId", false},
+		{"orderId \\|\\| id", false},
+		{"Records[?eventName=='INSERT'].id", false},
+		{"[detail.customer, detail.orderId]", false},
+	} {
+		if !strings.Contains(string(page), "`"+tt.expr+"`") {
+			t.Errorf("docs/powertools.md does not show `%s`", tt.expr)
+		}
+		src := strings.ReplaceAll(tt.expr, `\|`, "|")
+		if src == "[detail.customer, detail.orderId]" {
+			src = "[tenant, orderId]" // the same shape, on this event
+		}
+		got, err := keys42(t, src, evs...)
+		switch {
+		case tt.refused && err == nil:
+			t.Errorf("Key %q gave %q: the page says it is refused", src, got)
+		case tt.refused && !errors.Is(err, dedupe.ErrNoKey):
+			t.Errorf("Key %q: %v; want ErrNoKey", src, err)
+		case !tt.refused && err != nil:
+			t.Errorf("Key %q: %v; the page says it is a key", src, err)
+		case !tt.refused && got[0] == got[1]:
+			t.Errorf("Key %q: two events share %q", src, got[0])
+		}
+	}
+}
