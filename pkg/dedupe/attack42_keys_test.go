@@ -168,6 +168,11 @@ func TestAttack42SharedKeysRefused(t *testing.T) {
 		"length(sort([pk, sk]))",
 		"length(map(&@, [pk, sk]))",
 		"keys({k: pk})[0]",
+		// literal text picked out of a part of a list, a flattened mix, a
+		// merge that kept a literal where it replaced the field beside it
+		"[join('', ['v1', pk]), sk][0][0:2]",
+		"[['v1', pk], [sk]][] | [0]",
+		"values(merge({a: pk, b: 'x'}, {a: 'y'}))",
 		// a literal list ordered or chosen by the event
 		"sort_by(['v1', 'v2'], &to_string($.amount))[0]",
 		"max_by([{v: 'v1'}, {v: 'v2'}], &$.pk).v",
@@ -242,6 +247,8 @@ func TestAttack42UserKeysHeld(t *testing.T) {
 		"max_by(items, &n).id", "min_by(items, &n).id", "items[?n > `1`].id", "items[?n > `1`].id | [0]",
 		"split(pk, '#')[1]", "lower(id)", "upper(id)", "to_string(id)", "values({t: tenant, i: id})",
 		"powertools_json(Records[0].body).id", "not_null(missing, id)", "id || pk",
+		"merge({id: 'none'}, @).id", "merge({id: to_string(nope)}, @).id", "[id, nope || 'none']",
+		"replace('orders/{id}', '{id}', id)", "items[?id != null].id",
 	} {
 		got, err := keys42(t, key, a, b)
 		if err != nil {

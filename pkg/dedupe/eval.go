@@ -57,6 +57,10 @@ type val struct {
 	// projection's or a filter's elements, max or min, keys or values)
 	// may be a literal part, which is not told apart: it counts as konst.
 	mixed bool
+	// inner: a list or object one of whose parts is itself mixed (a
+	// mix, or a string holding literal text beside the event's, such as
+	// join('-', ['v1', id])). A part picked out of it counts as mixed.
+	inner bool
 	// shaped: a list or object the expression built ([a, b], {k: a},
 	// to_array(a)), or a value computed from one: how many parts it has,
 	// and an object's keys, are the expression's, not the event's, so
@@ -73,13 +77,34 @@ func (v val) or(w val) val {
 	v.few = v.few && w.few
 	v.mixed = v.mixed || w.mixed
 	v.shaped = v.shaped || w.shaped
+	v.inner = v.inner || w.inner
 	return v
 }
 
-// picked returns v as a part picked out of it: konst when v is mixed.
+// part returns v, a list or object, with the provenance of its part w
+// added: as or does, except that w being mixed makes v inner, not mixed
+// (a list of strings each holding literal text is no mix of literals
+// with fields).
+//
+// A part that is a literal default the event did not fill
+// ([key, versionId || 'null']) is a literal part: it makes v missing
+// no more than ['v1', key] is (a list of defaults alone is made of
+// literals, and refused as such).
+func (v val) part(w val) val {
+	w.inner = w.inner || w.mixed
+	w.mixed = false
+	if w.konst && w.missing && w.v != nil {
+		w.missing, w.masked = false, false
+	}
+	return v.or(w)
+}
+
+// picked returns v as a part picked out of it: konst when v is mixed,
+// and mixed when v is inner.
 func (v val) picked() val {
 	v.konst = v.konst || v.mixed
 	v.few = v.few || v.mixed
+	v.mixed = v.mixed || v.inner
 	return v
 }
 
@@ -133,7 +158,7 @@ func evalErrorf(format string, args ...any) error {
 func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 	switch n.NodeType {
 	case parsing.ASTLiteral:
-		return val{v: n.Value, konst: true, few: true, missing: n.Value == nil}, nil
+		return val{v: n.Value, konst: true, few: true}, nil
 	case parsing.ASTIdentity, parsing.ASTCurrentNode:
 		return in, nil
 	case parsing.ASTRootNode:
@@ -141,6 +166,12 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 	case parsing.ASTField:
 		m, _ := in.v.(map[string]any)
 		x := m[n.Value.(string)]
+		if x == nil && n.Value == "null" {
+			// A bare null, as users write ([?sku != null]), is in
+			// JMESPath a field that no event has: it is read as the
+			// literal null it is meant to be, not as a missing value.
+			return val{konst: true, few: true}, nil
+		}
 		in = in.picked()
 		in.v, in.missing = x, in.missing || x == nil
 		return in, nil
@@ -213,6 +244,8 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 		}
 		left.v = flat
 		left.missing = left.missing || slices.Contains(flat, nil)
+		// The parts of its lists are now its own.
+		left.mixed = left.mixed || left.inner
 		return left, nil
 	case parsing.ASTMultiSelectList:
 		out := val{v: []any{}, konst: true, few: true}
@@ -224,7 +257,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 				return val{}, err
 			}
 			list = append(list, x.v)
-			out = out.or(x)
+			out = out.part(x)
 			ps.add(x)
 		}
 		out.v, out.mixed, out.shaped = list, out.mixed || ps.mixed(), true
@@ -239,7 +272,7 @@ func (e *evaluator) eval(n parsing.ASTNode, in val) (val, error) {
 				return val{}, err
 			}
 			m[c.Value.(string)] = x.v
-			out = out.or(x)
+			out = out.part(x)
 			ps.add(x)
 		}
 		out.v, out.mixed, out.shaped = m, out.mixed || ps.mixed(), true
@@ -356,8 +389,18 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 	// it is mixed when its elements are of more than one kind.
 	allKonst, allFew := true, true
 	var ps parts
+	// conds counts the filter's conditions evaluated, literal those
+	// made of literals alone.
+	conds, literal := 0, 0
+	// An identity projection (a[*], a[]) keeps its elements as they
+	// are: they are the list's own, not picked out of it.
+	keep := n.NodeType != parsing.ASTFilterProjection &&
+		(n.Children[1].NodeType == parsing.ASTIdentity || n.Children[1].NodeType == parsing.ASTCurrentNode)
 	for _, x := range elems {
 		elem := left.picked()
+		if keep {
+			elem = left
+		}
 		elem.v = x
 		if n.NodeType == parsing.ASTFilterProjection {
 			cond, err := e.eval(n.Children[2], elem)
@@ -370,6 +413,10 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 			// ([?orderId == null]) is chosen for every event without it.
 			// An inexact number may have chosen wrongly.
 			out.inexact = out.inexact || cond.inexact
+			conds++
+			if cond.konst {
+				literal++
+			}
 			if util.IsFalse(cond.v) {
 				continue
 			}
@@ -386,13 +433,17 @@ func (e *evaluator) project(n parsing.ASTNode, in val) (val, error) {
 			continue
 		}
 		collected = append(collected, r.v)
-		out = out.or(r)
+		out = out.part(r)
 		allKonst, allFew = allKonst && r.konst, allFew && r.few
 		ps.add(r)
 	}
 	out.v = collected
 	if len(collected) > 0 {
 		out.konst, out.few = allKonst, allFew
+	} else if conds > 0 && literal == conds {
+		// A literal condition that kept nothing keeps nothing of any
+		// event.
+		out.konst, out.few = true, true
 	}
 	out.mixed = out.mixed || ps.mixed()
 	return out, nil
@@ -441,6 +492,8 @@ func (e *evaluator) compare(n parsing.ASTNode, in val) (val, error) {
 func (e *evaluator) arithmetic(n parsing.ASTNode, in val) (val, error) {
 	var from val
 	nums := make([]float64, 0, 2)
+	// zero marks the operands that are a literal zero.
+	var zero [2]bool
 	ok := true
 	for i, c := range n.Children {
 		x, err := e.eval(c, in)
@@ -457,6 +510,7 @@ func (e *evaluator) arithmetic(n parsing.ASTNode, in val) (val, error) {
 		num, isNum := f.(float64)
 		ok = ok && isNum
 		nums = append(nums, num)
+		zero[i] = isNum && x.konst && num == 0
 	}
 	if !ok {
 		return derived(nil, from), nil
@@ -485,6 +539,17 @@ func (e *evaluator) arithmetic(n parsing.ASTNode, in val) (val, error) {
 	default:
 		return val{}, evalErrorf("unsupported arithmetic operator")
 	}
+	switch n.Value {
+	case parsing.TOKStar, parsing.TOKMultiply:
+		if zero[0] || zero[1] {
+			// Zero times anything is zero, for every event.
+			from.konst, from.few = true, true
+		}
+	case parsing.TOKDivide, parsing.TOKModulo, parsing.TOKDiv:
+		if zero[0] {
+			from.konst, from.few = true, true
+		}
+	}
 	return derived(res, from), nil
 }
 
@@ -512,11 +577,11 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		if c.NodeType == parsing.ASTExpRef {
 			ref := c.Children[0]
 			args[i] = func(data any) (any, error) {
-				r, err := e.eval(ref, val{v: data, konst: elem.konst, few: elem.few})
+				r, err := e.eval(ref, val{v: data, konst: elem.konst, few: elem.few, shaped: elem.shaped})
 				if err != nil {
 					return nil, err
 				}
-				body = body.or(r)
+				body = body.part(r)
 				f, lossy := floats(r.v)
 				body.inexact = body.inexact || lossy
 				bodies.add(r)
@@ -563,25 +628,37 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		// quote no argument.
 		return val{}, evalErrorf("%s(): %w", name, err)
 	}
-	return derived(res, provenance(name, from, vals, ps, body, bodies)), nil
+	return derived(res, provenance(name, res, from, vals, ps, body, bodies)), nil
 }
 
-// provenance returns what the result of function name derives from,
-// given the provenance of its arguments taken together (from) and one by
-// one (vals, and ps their kinds), and of what its expression reference
-// computed (body, and bodies its kinds).
-func provenance(name string, from val, vals []val, ps parts, body val, bodies parts) val {
+// provenance returns what res, the result of function name, derives
+// from, given the provenance of its arguments taken together (from) and
+// one by one (vals, and ps their kinds), and of what its expression
+// reference computed (body, and bodies its kinds).
+func provenance(name string, res any, from val, vals []val, ps parts, body val, bodies parts) val {
 	switch name {
-	case "merge", "zip":
-		// Their result holds the arguments' parts side by side.
+	case "merge":
+		from = merged(from, vals)
+	case "zip":
+		// Its result holds the arguments' parts side by side.
 		from.mixed = from.mixed || ps.mixed()
+	case "from_items":
+		// Its pairs' keys and values, side by side in the list, become
+		// an object's keys and values.
+		from.mixed = from.mixed || from.inner
+	case "to_string":
+		switch vals[0].v.(type) {
+		case []any, map[string]any:
+			// JSON's syntax is literal text beside the values.
+			from.mixed = true
+		}
 	case "map":
 		// Its result is what the reference computed from each element.
 		out := body
 		out.missing = out.missing || from.missing
 		out.inexact = out.inexact || from.inexact
 		out.mixed = out.mixed || bodies.mixed()
-		out.shaped = from.shaped
+		out.shaped = out.shaped || from.shaped
 		from = out
 	case "sort_by", "max_by", "min_by", "group_by":
 		// They return the list's own elements: what the reference
@@ -609,15 +686,80 @@ func provenance(name string, from val, vals []val, ps parts, body val, bodies pa
 			from.shaped = true
 		}
 	}
-	if i, ok := subject(name); ok && vals[i].few {
-		// The event only chose how a literal is cut, padded or
-		// joined: the result is one of a few values.
-		from.few = true
+	if i, ok := subject(name); ok {
+		switch {
+		case !vals[i].few:
+		case eventText(name, res, vals):
+			// A template: the event's text is set in a literal's.
+			from.mixed = true
+		case vals[i].konst && name != "find_first" && name != "find_last":
+			// The event only chose how a literal is cut, padded or
+			// joined: the result is made of the literal's text.
+			from.konst, from.few = true, true
+		default:
+			from.few = true
+		}
+	}
+	if padded(name, res, vals) {
+		// The padding is literal text beside the subject's.
+		from.mixed = true
 	}
 	if picks(name) {
 		from = from.picked()
 	}
 	return from
+}
+
+// merged returns the provenance of merge's result, given its arguments'
+// taken together (from) and one by one: that of the arguments whose
+// values it kept, as a later argument replaces an earlier one's value of
+// the same key; what an argument whose values were all replaced read
+// (missing or not) is no part of it. An argument that kept only some of
+// its values is of the kind it was: its values are all of that kind,
+// unless it is mixed. Its keys are its arguments' (shaped if one is).
+func merged(from val, vals []val) val {
+	last := map[string]int{}
+	for i, x := range vals {
+		m, _ := x.v.(map[string]any)
+		for k := range m {
+			last[k] = i
+		}
+	}
+	kept := make([]bool, len(vals))
+	for _, i := range last {
+		kept[i] = true
+	}
+	out := val{konst: true, few: true, shaped: from.shaped}
+	var kinds parts
+	for i, x := range vals {
+		if kept[i] {
+			out = out.or(x)
+			kinds.add(x)
+		}
+	}
+	out.mixed = out.mixed || kinds.mixed()
+	return out
+}
+
+// eventText reports whether res, the result of string function name
+// whose subject is made of literals (and truth values), holds text of
+// an argument read from the event: replace's replacement where it
+// replaced, join's separator between two parts, pad's padding.
+func eventText(name string, res any, vals []val) bool {
+	switch name {
+	case "replace", "pad_left", "pad_right":
+		return len(vals) > 2 && !vals[2].few && res != vals[0].v
+	case "join":
+		list, _ := vals[1].v.([]any)
+		return !vals[0].few && len(list) > 1
+	}
+	return false
+}
+
+// padded reports whether res, the result of function name, is its
+// subject padded with a literal.
+func padded(name string, res any, vals []val) bool {
+	return (name == "pad_left" || name == "pad_right") && len(vals) > 2 && vals[2].few && res != vals[0].v
 }
 
 // subject returns the argument of string function name whose text the
@@ -637,7 +779,7 @@ func subject(name string) (int, bool) {
 // argument as it is.
 func picks(name string) bool {
 	switch name {
-	case "max", "min", "max_by", "min_by":
+	case "max", "min", "max_by", "min_by", "values":
 		return true
 	}
 	return false

@@ -216,6 +216,16 @@ func analyze(n parsing.ASTNode, funcs map[string]jmespath.FunctionEntry, vars ma
 			s.kinds = kArray
 		case parsing.ASTMultiSelectHash:
 			s.kinds = kObject
+			seen := make(map[string]bool, len(n.Children))
+			for _, c := range n.Children {
+				k, _ := c.Value.(string)
+				if seen[k] {
+					// The last value named k would replace the others:
+					// what they read would be no part of the result.
+					return shape{}, fmt.Errorf("an object names the key %q twice; name each key once", k)
+				}
+				seen[k] = true
+			}
 		case parsing.ASTNotExpression:
 			s.kinds = kBool
 		case parsing.ASTComparator:
