@@ -58,9 +58,9 @@ type jmesExpr struct {
 // one; a syntax error; a function that does not exist; a function called
 // with too few or too many arguments (a variadic one, not_null or merge,
 // needs at least one); an argument that can never have a type the
-// function takes (lower({a: a}), join(',', `1`)); an undefined variable; an object that
-// names one key twice ({a: id, a: 'v1'});
-// and a call that reads nothing of the event and fails (abs('x')).
+// function takes (lower({a: a}), join(',', `1`)); an undefined variable;
+// an object that names one key twice ({a: id, a: 'v1'}); and a call that
+// reads nothing of the event and fails (abs('x')).
 func compileExpr(src string) (*jmesExpr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("dedupe: compile expression: empty")
