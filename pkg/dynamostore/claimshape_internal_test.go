@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 )
 
 // claimInputs is a Client whose claim fails on a record that then reads
@@ -26,6 +29,32 @@ func (c *claimInputs) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput
 
 func (c *claimInputs) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return &dynamodb.GetItemOutput{}, nil
+}
+
+// exprRef is a name or value an expression uses.
+var exprRef = regexp.MustCompile(`[#:][A-Za-z]+`)
+
+// checkDeclared fails t unless in declares exactly the names and values
+// its expressions use, none of them nil.
+func checkDeclared(t *testing.T, in *dynamodb.UpdateItemInput) {
+	t.Helper()
+	used := exprRef.FindAllString(*in.UpdateExpression+" "+*in.ConditionExpression, -1)
+	slices.Sort(used)
+	used = slices.Compact(used)
+	var declared []string
+	for k := range in.ExpressionAttributeNames {
+		declared = append(declared, k)
+	}
+	for k, v := range in.ExpressionAttributeValues {
+		if v == nil {
+			t.Errorf("value %s is nil", k)
+		}
+		declared = append(declared, k)
+	}
+	slices.Sort(declared)
+	if !slices.Equal(declared, used) {
+		t.Errorf("got names and values %v, want those the expressions use %v", declared, used)
+	}
 }
 
 // TestClaimInputsArePrivateAndComplete: the claim's maps are cloned from
@@ -48,7 +77,6 @@ func TestClaimInputsArePrivateAndComplete(t *testing.T) {
 		{name: "long key", opts: Options{KeySchema: KeySchemaByRef}, key: "p#" + strings.Repeat("k", MaxPlainSortKey)},
 		{name: "provenance", opts: Options{KeySchema: KeySchemaByRef}, key: "p#k", requestID: "req-1", trace: "Root=1-abc"},
 	}
-	ref := regexp.MustCompile(`[#:][A-Za-z]+`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &claimInputs{}
@@ -67,23 +95,7 @@ func TestClaimInputsArePrivateAndComplete(t *testing.T) {
 			}
 			first, second := c.ins[0], c.ins[1]
 			for _, in := range c.ins {
-				used := ref.FindAllString(*in.UpdateExpression+" "+*in.ConditionExpression, -1)
-				slices.Sort(used)
-				used = slices.Compact(used)
-				var declared []string
-				for k := range in.ExpressionAttributeNames {
-					declared = append(declared, k)
-				}
-				for k, v := range in.ExpressionAttributeValues {
-					if v == nil {
-						t.Errorf("value %s is nil", k)
-					}
-					declared = append(declared, k)
-				}
-				slices.Sort(declared)
-				if !slices.Equal(declared, used) {
-					t.Errorf("got names and values %v, want those the expressions use %v", declared, used)
-				}
+				checkDeclared(t, in)
 			}
 			if got := second.ExpressionAttributeValues[":tok"].(*types.AttributeValueMemberS).Value; got != "tok-2" {
 				t.Errorf("got the second claim's :tok %q, want tok-2", got)
@@ -98,6 +110,50 @@ func TestClaimInputsArePrivateAndComplete(t *testing.T) {
 			}
 			if got := c.ins[2].ExpressionAttributeNames["#pk"]; got != s.attr.PartitionKey {
 				t.Errorf("after a wrapper changed a claim's names, the next claim's #pk is %q, want %q", got, s.attr.PartitionKey)
+			}
+		})
+	}
+}
+
+// TestCompleteInputsArePrivateAndComplete is
+// TestClaimInputsArePrivateAndComplete for Complete's UpdateItem (cloned
+// from the store's completeShape), for each kind of result it stores.
+func TestCompleteInputsArePrivateAndComplete(t *testing.T) {
+	tests := []struct {
+		name      string
+		result    dedupe.Result
+		requestID string
+	}{
+		{name: "empty result", result: dedupe.Result{StatusCode: 204}},
+		{name: "body and headers", result: dedupe.Result{StatusCode: 201, Headers: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(`{"id":1}`)}},
+		{name: "provenance", result: dedupe.Result{StatusCode: 200, Body: []byte("ok")}, requestID: "req-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &claimInputs{}
+			s, err := New(c, Options{Table: "mem", GlobalTables: GlobalTablesUnchecked, KeySchema: KeySchemaByRef})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, token := range []string{"tok-1", "tok-2"} {
+				// The client fails every condition: the lease is lost.
+				if err := s.Complete(context.Background(), completion(memClaim("p#k", token, tt.requestID, ""), tt.result)); !errors.Is(err, dedupe.ErrLeaseLost) {
+					t.Fatalf("got %v, want ErrLeaseLost", err)
+				}
+			}
+			if len(c.ins) != 2 {
+				t.Fatalf("got %d completions, want 2", len(c.ins))
+			}
+			for _, in := range c.ins {
+				checkDeclared(t, in)
+			}
+			first, second := c.ins[0], c.ins[1]
+			if got := second.ExpressionAttributeValues[":tok"].(*types.AttributeValueMemberS).Value; got != "tok-2" {
+				t.Errorf("got the second completion's :tok %q, want tok-2", got)
+			}
+			first.ExpressionAttributeNames["#owner"] = "changed"
+			if second.ExpressionAttributeNames["#owner"] == "changed" {
+				t.Error("changing the first completion's names changed the second's")
 			}
 		})
 	}

@@ -135,10 +135,11 @@ type Store struct {
 	large         LargeResults
 	lean          bool
 	inlineBodies  bool
-	global        *globalCheck                  // New's global-table check, until it has an answer; nil after
-	schema        atomic.Int32                  // the table's KeySchema; KeySchemaDetect until checked
-	claimShapes   [2]atomic.Pointer[claimShape] // classic, by ref; built at the first claim
-	hooks         *testHooks                    // tests only; nil otherwise
+	global        *globalCheck   // New's global-table check, until it has an answer; nil after
+	schema        atomic.Int32   // the table's KeySchema; KeySchemaDetect until checked
+	claimShapes   [2]*claimShape // classic, by ref
+	completeShape *completeShape
+	hooks         *testHooks // tests only; nil otherwise
 }
 
 // testHooks are what tests change in a store (a pointer, so that Store
@@ -223,6 +224,8 @@ func New(client Client, opts Options) (*Store, error) {
 		lean:          opts.Lean,
 		inlineBodies:  opts.InlineBodies,
 	}
+	s.claimShapes = [2]*claimShape{s.newClaimShape(false), s.newClaimShape(true)}
+	s.completeShape = s.newCompleteShape()
 	gc, err := newGlobalCheck(client, opts, s.attr, &s.schema)
 	if err != nil {
 		return nil, err
@@ -535,17 +538,17 @@ type claimShape struct {
 	set, remove string
 }
 
-// claimShape returns the store's claimShape for its key schema, built at
-// its first claim.
+// claimShape returns the store's claimShape for its key schema.
 func (s *Store) claimShape() *claimShape {
-	schema := KeySchema(s.schema.Load())
-	p := &s.claimShapes[0]
-	if schema == KeySchemaByRef {
-		p = &s.claimShapes[1]
+	if s.byRef() {
+		return s.claimShapes[1]
 	}
-	if c := p.Load(); c != nil {
-		return c
-	}
+	return s.claimShapes[0]
+}
+
+// newClaimShape returns the claimShape of the store's claims on a table
+// keyed by reference (byRef) or on a classic one.
+func (s *Store) newClaimShape(byRef bool) *claimShape {
 	a := s.attr
 	c := &claimShape{
 		names: map[string]string{
@@ -564,7 +567,7 @@ func (s *Store) claimShape() *claimShape {
 	for _, v := range []string{":inprog", ":fp", ":tok", ":lease", ":exp", ":nowms", ":now"} {
 		c.values[v] = nil
 	}
-	if schema == KeySchemaByRef {
+	if byRef {
 		// ref is the partition key, set by the Key.
 		delete(c.names, "#ref")
 	} else {
@@ -577,8 +580,34 @@ func (s *Store) claimShape() *claimShape {
 		c.set += ", #shard = :shard"
 		c.values[":shard"] = nil
 	}
-	p.CompareAndSwap(nil, c)
-	return p.Load()
+	return c
+}
+
+// completeShape is, as claimShape is for a claim, what every
+// completion's UpdateItem has in common: all its attribute names, and
+// the values it always sets (holding placeholders).
+type completeShape struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// newCompleteShape returns the store's completeShape.
+func (s *Store) newCompleteShape() *completeShape {
+	a := s.attr
+	c := &completeShape{
+		names: map[string]string{
+			"#owner": a.Owner, "#exp": a.ExpiresAt, "#status": a.Status, "#upd": a.UpdatedAt, "#rs": a.ResStatus,
+			"#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding, "#ro": a.ResOmitted, "#shard": a.InflightShard,
+			"#rid": a.RequestID, "#trace": a.Trace, "#robj": a.ResObject, "#ritem": a.ResItem,
+		},
+		// Sized for every value a completion may carry (the provenance,
+		// the headers, the body and its encoding).
+		values: make(map[string]types.AttributeValue, 12),
+	}
+	for _, v := range []string{":tok", ":now", ":completed", ":exp", ":upd", ":rs", ":ro"} {
+		c.values[v] = nil
+	}
+	return c
 }
 
 // takeoverAttempts bounds the fenced writes of one Claim (see Claim).
@@ -704,28 +733,16 @@ func (s *Store) completeOmitted(ctx context.Context, req dedupe.CompleteRequest,
 
 // update runs the conditional UpdateItem of Complete.
 func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res encodedResult) error {
-	a := s.attr
-	names := map[string]string{
-		"#owner":  a.Owner,
-		"#exp":    a.ExpiresAt,
-		"#status": a.Status,
-		"#upd":    a.UpdatedAt,
-		"#rs":     a.ResStatus,
-		"#rh":     a.ResHeaders,
-		"#rb":     a.ResBody,
-		"#re":     a.ResEncoding,
-		"#ro":     a.ResOmitted,
-		"#shard":  a.InflightShard,
-	}
-	values := map[string]types.AttributeValue{
-		":tok":       str(req.Token),
-		":now":       num(req.Now.Unix()),
-		":completed": str(string(dedupe.StatusCompleted)),
-		":exp":       num(req.ExpiresAt.Unix()),
-		":upd":       num(req.Now.UnixMilli()),
-		":rs":        num(int64(res.status)),
-		":ro":        &types.AttributeValueMemberBOOL{Value: res.omitted},
-	}
+	// Cloned, for the reason claimShape gives; each call's own maps and
+	// values.
+	names, values := maps.Clone(s.completeShape.names), maps.Clone(s.completeShape.values)
+	values[":tok"] = str(req.Token)
+	values[":now"] = num(req.Now.Unix())
+	values[":completed"] = str(string(dedupe.StatusCompleted))
+	values[":exp"] = num(req.ExpiresAt.Unix())
+	values[":upd"] = num(req.Now.UnixMilli())
+	values[":rs"] = num(int64(res.status))
+	values[":ro"] = &types.AttributeValueMemberBOOL{Value: res.omitted}
 	set := "SET #status = :completed, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro"
 	remove := " REMOVE #shard"
 	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
@@ -735,7 +752,6 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	names["#robj"], names["#ritem"] = a.ResObject, a.ResItem
 	switch {
 	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
