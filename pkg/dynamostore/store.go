@@ -527,11 +527,12 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 // anew gets a new hash seed, so the SDK, which writes a map in its
 // iteration order, sends its keys in a new order at almost every call;
 // clones keep the seed and layout of the shape's, whose iteration orders
-// are few. A server that parses the JSON into objects shaped by their
-// key order pays for each new order: dynalite (V8) answered a replay's
-// failing claim 30 to 40 us slower (some 6% of the call) with maps built
-// per call than with the same maps sent again. The request means the
-// same in any order.
+// are few. The request means the same in any order, but a server may
+// pay for each order it has not seen: dynalite (Node.js, whose objects
+// are shaped by the order their keys came in) answered a replay's failing
+// claim 30 to 40 us later (some 6% of the call) with maps built per call
+// than with the same maps sent again, as the bench's replay floor sends
+// them.
 type claimShape struct {
 	names       map[string]string
 	values      map[string]types.AttributeValue
