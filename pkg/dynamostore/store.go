@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -134,9 +135,11 @@ type Store struct {
 	large         LargeResults
 	lean          bool
 	inlineBodies  bool
-	global        *globalCheck // New's global-table check, until it has an answer; nil after
-	schema        atomic.Int32 // the table's KeySchema; KeySchemaDetect until checked
-	hooks         *testHooks   // tests only; nil otherwise
+	global        *globalCheck   // New's global-table check, until it has an answer; nil after
+	schema        atomic.Int32   // the table's KeySchema; KeySchemaDetect until checked
+	claimShapes   [2]*claimShape // classic, by ref
+	completeShape *completeShape
+	hooks         *testHooks // tests only; nil otherwise
 }
 
 // testHooks are what tests change in a store (a pointer, so that Store
@@ -221,6 +224,8 @@ func New(client Client, opts Options) (*Store, error) {
 		lean:          opts.Lean,
 		inlineBodies:  opts.InlineBodies,
 	}
+	s.claimShapes = [2]*claimShape{s.newClaimShape(false), s.newClaimShape(true)}
+	s.completeShape = s.newCompleteShape()
 	gc, err := newGlobalCheck(client, opts, s.attr, &s.schema)
 	if err != nil {
 		return nil, err
@@ -461,16 +466,12 @@ func (s *Store) claimItem(req dedupe.ClaimRequest) map[string]types.AttributeVal
 // attribute if_not_exists kept, on moto) when the write was applied;
 // otherwise what put returns for a failed write.
 func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life string, existing *dedupe.Record, found bool, err error) {
-	a := s.attr
-	names := map[string]string{
-		"#pk": a.PartitionKey, "#status": a.Status, "#fp": a.Fingerprint, "#owner": a.Owner, "#first": a.FirstToken,
-		"#lease": a.LeaseExpiresAt, "#exp": a.ExpiresAt, "#created": a.CreatedAt, "#upd": a.UpdatedAt, "#ref": a.Ref,
-		"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
-		"#ro": a.ResOmitted, "#robj": a.ResObject, "#ritem": a.ResItem,
-	}
-	// Sized for every value the claim may carry (the shard, the
-	// provenance, a long key), so that the map is built once, not grown.
-	values := make(map[string]types.AttributeValue, 12)
+	shape := s.claimShape()
+	// Each claim gets maps of its own, cloned from the shape's so that
+	// they are laid out as the shape's are (see claimShape), and values
+	// of its own: nothing the SDK or a wrapping Client is handed is
+	// shared between calls.
+	names, values := maps.Clone(shape.names), maps.Clone(shape.values)
 	values[":inprog"] = str(string(dedupe.StatusInProgress))
 	values[":fp"] = str(req.Fingerprint)
 	values[":tok"] = str(req.Token)
@@ -478,26 +479,16 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 	values[":exp"] = num(req.ExpiresAt.Unix())
 	values[":nowms"] = num(req.Now.UnixMilli())
 	values[":now"] = num(req.Now.Unix())
-	values[":ref"] = str(s.ref(req.Key))
-	set := "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
-		"#exp = :exp, #created = :nowms, #upd = :nowms"
-	if s.byRef() {
-		// ref is the partition key, set by the Key.
-		delete(names, "#ref")
-		delete(values, ":ref")
-	} else {
-		set += ", #ref = :ref"
+	if _, ok := values[":ref"]; ok {
+		values[":ref"] = str(s.ref(req.Key))
 	}
-	remove := " REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem"
-	if s.lean {
-		remove += ", #shard"
-	} else {
-		set += ", #shard = :shard"
+	if _, ok := values[":shard"]; ok {
 		values[":shard"] = num(int64(s.Shard(req.Key)))
 	}
+	set, remove := shape.set, shape.remove
 	if long := s.longKey(req.Key); long != "" {
 		set += ", #lk = :lk"
-		names["#lk"], values[":lk"] = a.LongKey, str(long)
+		names["#lk"], values[":lk"] = s.attr.LongKey, str(long)
 	}
 	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -517,13 +508,107 @@ func (s *Store) claimUpdate(ctx context.Context, req dedupe.ClaimRequest) (life 
 	})
 	if err == nil {
 		life = req.Token
-		if v, ok := out.Attributes[a.FirstToken].(*types.AttributeValueMemberS); ok && v.Value != "" {
+		if v, ok := out.Attributes[s.attr.FirstToken].(*types.AttributeValueMemberS); ok && v.Value != "" {
 			life = v.Value
 		}
 		return life, nil, false, nil
 	}
 	existing, found, err = s.failed(ctx, req.Key, err)
 	return "", existing, found, err
+}
+
+// claimShape is what every claim's UpdateItem of a store on one key
+// schema has in common: its attribute names (those of the provenance
+// included), the names of the values it always sets (holding
+// placeholders), and its SET and REMOVE clauses but for a long key and
+// the provenance.
+//
+// Each claim clones these maps rather than build its own. A map built
+// anew gets a new hash seed, so the SDK, which writes a map in its
+// iteration order, sends its keys in a new order at almost every call;
+// clones keep the seed and layout of the shape's, whose iteration orders
+// are few. The request means the same in any order, but a server may
+// pay for each order it has not seen: dynalite (Node.js, whose objects
+// are shaped by the order their keys came in) answered a replay's failing
+// claim 30 to 40 us later (some 6% of the call) with maps built per call
+// than with the same maps sent again, as the bench's replay floor sends
+// them.
+type claimShape struct {
+	names       map[string]string
+	values      map[string]types.AttributeValue
+	set, remove string
+}
+
+// claimShape returns the store's claimShape for its key schema.
+func (s *Store) claimShape() *claimShape {
+	if s.byRef() {
+		return s.claimShapes[1]
+	}
+	return s.claimShapes[0]
+}
+
+// newClaimShape returns the claimShape of the store's claims on a table
+// keyed by reference (byRef) or on a classic one.
+func (s *Store) newClaimShape(byRef bool) *claimShape {
+	a := s.attr
+	c := &claimShape{
+		names: map[string]string{
+			"#pk": a.PartitionKey, "#status": a.Status, "#fp": a.Fingerprint, "#owner": a.Owner, "#first": a.FirstToken,
+			"#lease": a.LeaseExpiresAt, "#exp": a.ExpiresAt, "#created": a.CreatedAt, "#upd": a.UpdatedAt, "#ref": a.Ref,
+			"#shard": a.InflightShard, "#rs": a.ResStatus, "#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding,
+			"#ro": a.ResOmitted, "#robj": a.ResObject, "#ritem": a.ResItem, "#rid": a.RequestID, "#trace": a.Trace,
+		},
+		// Sized for every value the claim may carry (the shard, the
+		// provenance, a long key), so that a clone is not grown.
+		values: make(map[string]types.AttributeValue, 12),
+		set: "SET #status = :inprog, #fp = :fp, #owner = :tok, #first = if_not_exists(#first, :tok), #lease = :lease, " +
+			"#exp = :exp, #created = :nowms, #upd = :nowms",
+		remove: " REMOVE #rs, #rh, #rb, #re, #ro, #robj, #ritem",
+	}
+	for _, v := range []string{":inprog", ":fp", ":tok", ":lease", ":exp", ":nowms", ":now"} {
+		c.values[v] = nil
+	}
+	if byRef {
+		// ref is the partition key, set by the Key.
+		delete(c.names, "#ref")
+	} else {
+		c.set += ", #ref = :ref"
+		c.values[":ref"] = nil
+	}
+	if s.lean {
+		c.remove += ", #shard"
+	} else {
+		c.set += ", #shard = :shard"
+		c.values[":shard"] = nil
+	}
+	return c
+}
+
+// completeShape is, as claimShape is for a claim, what every
+// completion's UpdateItem has in common: all its attribute names, and
+// the values it always sets (holding placeholders).
+type completeShape struct {
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// newCompleteShape returns the store's completeShape.
+func (s *Store) newCompleteShape() *completeShape {
+	a := s.attr
+	c := &completeShape{
+		names: map[string]string{
+			"#owner": a.Owner, "#exp": a.ExpiresAt, "#status": a.Status, "#upd": a.UpdatedAt, "#rs": a.ResStatus,
+			"#rh": a.ResHeaders, "#rb": a.ResBody, "#re": a.ResEncoding, "#ro": a.ResOmitted, "#shard": a.InflightShard,
+			"#rid": a.RequestID, "#trace": a.Trace, "#robj": a.ResObject, "#ritem": a.ResItem,
+		},
+		// Sized for every value a completion may carry (the provenance,
+		// the headers, the body and its encoding).
+		values: make(map[string]types.AttributeValue, 12),
+	}
+	for _, v := range []string{":tok", ":now", ":completed", ":exp", ":upd", ":rs", ":ro"} {
+		c.values[v] = nil
+	}
+	return c
 }
 
 // takeoverAttempts bounds the fenced writes of one Claim (see Claim).
@@ -649,28 +734,16 @@ func (s *Store) completeOmitted(ctx context.Context, req dedupe.CompleteRequest,
 
 // update runs the conditional UpdateItem of Complete.
 func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res encodedResult) error {
-	a := s.attr
-	names := map[string]string{
-		"#owner":  a.Owner,
-		"#exp":    a.ExpiresAt,
-		"#status": a.Status,
-		"#upd":    a.UpdatedAt,
-		"#rs":     a.ResStatus,
-		"#rh":     a.ResHeaders,
-		"#rb":     a.ResBody,
-		"#re":     a.ResEncoding,
-		"#ro":     a.ResOmitted,
-		"#shard":  a.InflightShard,
-	}
-	values := map[string]types.AttributeValue{
-		":tok":       str(req.Token),
-		":now":       num(req.Now.Unix()),
-		":completed": str(string(dedupe.StatusCompleted)),
-		":exp":       num(req.ExpiresAt.Unix()),
-		":upd":       num(req.Now.UnixMilli()),
-		":rs":        num(int64(res.status)),
-		":ro":        &types.AttributeValueMemberBOOL{Value: res.omitted},
-	}
+	// Cloned, for the reason claimShape gives; each call's own maps and
+	// values.
+	names, values := maps.Clone(s.completeShape.names), maps.Clone(s.completeShape.values)
+	values[":tok"] = str(req.Token)
+	values[":now"] = num(req.Now.Unix())
+	values[":completed"] = str(string(dedupe.StatusCompleted))
+	values[":exp"] = num(req.ExpiresAt.Unix())
+	values[":upd"] = num(req.Now.UnixMilli())
+	values[":rs"] = num(int64(res.status))
+	values[":ro"] = &types.AttributeValueMemberBOOL{Value: res.omitted}
 	set := "SET #status = :completed, #exp = :exp, #upd = :upd, #rs = :rs, #ro = :ro"
 	remove := " REMOVE #shard"
 	set, remove = s.setProvenance(set, remove, names, values, req.RequestID, req.Trace)
@@ -680,7 +753,6 @@ func (s *Store) update(ctx context.Context, req dedupe.CompleteRequest, res enco
 	} else {
 		remove += ", #rh"
 	}
-	names["#robj"], names["#ritem"] = a.ResObject, a.ResItem
 	switch {
 	case len(res.body) > 0:
 		set += ", #rb = :rb, #re = :re"
