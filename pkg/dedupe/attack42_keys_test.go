@@ -73,6 +73,8 @@ func TestAttack42ComputedFromFieldIsKey(t *testing.T) {
 			`{"Records": [{"messageId": "m-1"}, {"messageId": "m-2"}]}`,
 			`{"Records": [{"messageId": "m-3"}, {"messageId": "m-4"}]}`}},
 		{"pad_left(id, `8`, '0')", pair42{`{"id": "17"}`, `{"id": "18"}`}},
+		// padding the event chose is the event's text, not a literal's
+		{"pad_left(id, `40`, fill)[0:8]", pair42{`{"id": "17", "fill": "#"}`, `{"id": "18", "fill": "*"}`}},
 		{"lower(trim(email))[0:5]", pair42{`{"email": " Ann@x "}`, `{"email": " Bob@x "}`}},
 		{"find_first(pk, '#')", pair42{`{"pk": "a#b"}`, `{"pk": "ab#c"}`}},
 		{"split(join('/', [tenant, id]), '/')[1]", pair42{`{"tenant": "t", "id": "1"}`, `{"tenant": "t", "id": "2"}`}},
@@ -147,6 +149,7 @@ func TestAttack42SharedKeysRefused(t *testing.T) {
 		"Records[*].not_null(kind == 'a' && 'v1' || messageId) | [0]",
 		"Records[?kind != 'z'].not_null(kind == 'a' && 'v1' || messageId) | [0]",
 		"Records[*].[kind == 'a' && 'v1' || messageId][] | [0]",
+		"[['v1', pk]][*][0]",
 		"max(Records[*].not_null(kind == 'a' && 'zz' || messageId))",
 		"Records[*].not_null(kind == 'a' && to_string(!kind) || messageId) | [0]",
 		// a literal subject, the event only a parameter
@@ -155,6 +158,7 @@ func TestAttack42SharedKeysRefused(t *testing.T) {
 		"split('a#b', pk)[0]",
 		"trim('v1', pk)",
 		"pad_right('v1', `2`, pk)",
+		"pad_left('v1', length(pk))",
 		"find_first('v1v1', pk)",
 		// the shape of a container the expression built
 		"keys({k: pk})",

@@ -216,6 +216,9 @@ func TestAttack42bLiteralTextSliceLeaks(t *testing.T) {
 	for _, src := range []string{
 		"pad_left(id, `40`, '0')[0:8]",
 		"pad_right(id, `40`, '-')[-8:]",
+		// pad's own pad character, a space, is literal text too
+		"pad_left(id, `40`)[0:8]",
+		"pad_right(id, `40`)[-8:]",
 		"to_string({a: id})[0:4]",
 		"to_string([id])[0:1]",
 		"to_string({alpha: id, beta: pk})[0:8]",

@@ -757,9 +757,10 @@ func eventText(name string, res any, vals []val) bool {
 }
 
 // padded reports whether res, the result of function name, is its
-// subject padded with a literal.
+// subject padded with a literal: the pad argument's, or the space pad
+// takes when it is given none.
 func padded(name string, res any, vals []val) bool {
-	return (name == "pad_left" || name == "pad_right") && len(vals) > 2 && vals[2].few && res != vals[0].v
+	return (name == "pad_left" || name == "pad_right") && (len(vals) < 3 || vals[2].few) && res != vals[0].v
 }
 
 // subject returns the argument of string function name whose text the

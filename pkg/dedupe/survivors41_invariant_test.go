@@ -253,4 +253,12 @@ func TestEmptyProjectionReadsTheEvent(t *testing.T) {
 			t.Errorf("id %s: %v, want a key", id, err)
 		}
 	}
+	// A projection with no condition over an empty list keeps nothing
+	// of the event either, and nothing of a literal.
+	e = dedupe.MustCompileExpr("{none: items[*].x, id: id}.id")
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.Key([]byte(`{"id": "` + id + `", "items": []}`)); err != nil {
+			t.Errorf("empty items, id %s: %v, want a key", id, err)
+		}
+	}
 }
