@@ -52,7 +52,7 @@ HOST_GOARCH    = $(shell $(GO) env GOARCH)
 LAMBDA_BINS := $(FUNCTIONS:%=build/%/bootstrap)
 LOCAL_BINS  := $(FUNCTIONS:%=build/local/%/bootstrap)
 
-.PHONY: help deps deps-run deps-test test apicompat api-snapshot stress bench mutate race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
+.PHONY: help deps deps-run deps-test test apicompat api-snapshot stress bench versus mutate race build build-local run deploy validate deploy-rehearsal clean fmt vet lint rie withdynalite withservers FORCE \
 	build-ApiFunction build-ReaperFunction
 
 help: ## list the targets
@@ -288,6 +288,16 @@ BENCH_ARGS ?=
 bench: deps-test withdynalite withservers ## the report (table, build/bench/bench.json and .png), then the Go benchmarks of BENCH_PKG (BENCH selects)
 	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/bench -out build/bench $(BENCH_ARGS)
 	$(WITHDYNALITE) -- $(WITHSERVERS) -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKG)
+
+# `make versus REF=<commit>` measures the guard at REF beside the working
+# tree's, in turns on one dynalite (localtest/cmd/versus): a latency
+# regression shows as a ratio taken in one run. VERSUS_ARGS passes flags,
+# e.g. -n 3000. `make test` runs it against HEAD at 5 requests (TestShort).
+REF         ?= HEAD
+VERSUS_ARGS ?=
+
+versus: deps-run withdynalite ## the guard at REF (a commit, default HEAD) beside the working tree's: fresh and replay p50, side by side in one run
+	$(WITHDYNALITE) -- $(GO) run ./localtest/cmd/versus -ref $(REF) $(VERSUS_ARGS)
 
 # `make mutate PKG=./pkg/x` is mutation testing of one package's own files
 # with github.com/go-gremlins/gremlins (a go tool dependency): every

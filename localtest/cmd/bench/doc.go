@@ -12,11 +12,14 @@
 //     starts): p50/p99 latency, throughput and DynamoDB calls per request
 //     for a bare handler and the same handler guarded, for fresh requests,
 //     replays (cache off and on) and in-flight conflicts; the ratio of a
-//     guarded fresh request's extra latency to two raw DynamoDB writes
-//     (a claim's PutItem and the completion's UpdateItem, made by hand
-//     in the same run), and of a guarded replay's to the raw calls it
-//     makes (the claim's UpdateItem failing on a completed record, and
-//     the GetItem of a server that returns no item with the failure);
+//     guarded fresh request's extra latency to its two writes (the
+//     claim's and the completion's UpdateItem, recorded from a guarded
+//     request and sent again by hand in the same run), and of a guarded
+//     replay's to the raw calls it makes (the claim's UpdateItem failing
+//     on a completed record, and the GetItem of a server that returns no
+//     item with the failure). A floor of the guard's own calls shows what
+//     the guard adds, not what a change of those calls costs: `make
+//     versus` (localtest/cmd/versus) measures that against a commit;
 //   - waited duplicates: 100 concurrent requests on one key whose handler
 //     takes 50 ms, with Config.Wait on: how many got the 201 replay, and
 //     the most extra reads any of them made;
