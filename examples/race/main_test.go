@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/maketest"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
 )
 
@@ -85,18 +84,8 @@ func TestRaceInGettingStarted(t *testing.T) {
 
 // TestMakeRaceRunsThisCommand: `make race` runs this command.
 func TestMakeRaceRunsThisCommand(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skipf("make not found: %v", err)
-	}
-	root, err := infra.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("make", "-n", "-C", root, "race").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n race: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "go run ./examples/race") {
+	out := maketest.DryRun(t, "race")
+	if !strings.Contains(out, "go run ./examples/race") {
 		t.Errorf("make -n race does not run ./examples/race:\n%s", out)
 	}
 }

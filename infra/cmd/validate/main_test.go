@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/maketest"
 )
 
 // needTools skips (fails in CI) when run exits 3: a tool is missing.
@@ -76,18 +76,8 @@ func TestValidateFindings(t *testing.T) {
 
 // TestMakeValidateRunsThisCommand: `make validate` runs this command.
 func TestMakeValidateRunsThisCommand(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skipf("make not found: %v", err)
-	}
-	root, err := infra.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("make", "-n", "-C", root, "validate").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n validate: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "go run ./infra/cmd/validate ") {
+	out := maketest.DryRun(t, "validate")
+	if !strings.Contains(out, "go run ./infra/cmd/validate ") {
 		t.Errorf("make -n validate does not run ./infra/cmd/validate:\n%s", out)
 	}
 }

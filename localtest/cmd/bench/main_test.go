@@ -2,11 +2,10 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/maketest"
 )
 
 // TestShort runs the whole bench at a few requests per scenario (the
@@ -40,18 +39,8 @@ func TestShort(t *testing.T) {
 // TestMakeBenchRunsThisCommand: `make bench` runs this command, whose
 // run TestShort exercises.
 func TestMakeBenchRunsThisCommand(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skipf("make not found: %v", err)
-	}
-	root, err := infra.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("make", "-n", "-C", root, "bench").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n bench: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "go run ./localtest/cmd/bench ") {
+	out := maketest.DryRun(t, "bench")
+	if !strings.Contains(out, "go run ./localtest/cmd/bench ") {
 		t.Errorf("make -n bench does not run ./localtest/cmd/bench:\n%s", out)
 	}
 }

@@ -3,11 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/maketest"
 )
 
 // TestRehearse is `make deploy-rehearsal`, through this command's run: the
@@ -35,18 +34,8 @@ func TestRehearse(t *testing.T) {
 // TestMakeDeployRehearsalRunsThisCommand: `make deploy-rehearsal` runs
 // this command, whose run TestRehearse exercises.
 func TestMakeDeployRehearsalRunsThisCommand(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skipf("make not found: %v", err)
-	}
-	root, err := infra.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("make", "-n", "-C", root, "deploy-rehearsal").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n deploy-rehearsal: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "go run ./localtest/cmd/rehearse") {
+	out := maketest.DryRun(t, "deploy-rehearsal")
+	if !strings.Contains(out, "go run ./localtest/cmd/rehearse") {
 		t.Errorf("make -n deploy-rehearsal does not run ./localtest/cmd/rehearse:\n%s", out)
 	}
 }

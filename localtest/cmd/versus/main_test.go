@@ -3,11 +3,10 @@ package main
 import (
 	"bytes"
 	"go/format"
-	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/lambda-dedupe/dedupe/infra"
+	"github.com/lambda-dedupe/dedupe/internal/maketest"
 	"github.com/lambda-dedupe/dedupe/localtest/dynalite"
 )
 
@@ -62,18 +61,8 @@ func TestRenameTouchesOnlyThisModule(t *testing.T) {
 // TestMakeVersusRunsThisCommand: `make versus` runs this command, whose
 // run TestShort exercises.
 func TestMakeVersusRunsThisCommand(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skipf("make not found: %v", err)
-	}
-	root, err := infra.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("make", "-n", "-C", root, "versus", "REF=v0").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n versus: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "go run ./localtest/cmd/versus -ref v0") {
+	out := maketest.DryRun(t, "versus", "REF=v0")
+	if !strings.Contains(out, "go run ./localtest/cmd/versus -ref v0") {
 		t.Errorf("make -n versus does not run ./localtest/cmd/versus -ref v0:\n%s", out)
 	}
 }
