@@ -16,6 +16,9 @@
 //   - each version's replay calls, recorded from one replay and resent
 //     raw: what the server takes for them, without the guard.
 //
+// Each fresh request's claim and completion are also timed at the client,
+// so that a change in one call shows as that call's.
+//
 // It prints p50 and p90 per scenario, each ratio of the tree's p50 to the
 // base's, and the guard's own time on a replay (the guarded replay's p50
 // over its raw calls') for each version: a ratio above 1 with the guard's
