@@ -53,9 +53,10 @@ func noPanic43(t *testing.T, what string, f func()) {
 // each element as a plain event object even where elem is mixed.
 // Hostile only, or nearly (a user truncating the first of several
 // composed keys, sort(Records[*].join('#', ['ORDER', messageId]))[0][0:6],
-// gets "ORDER#" for every batch). Fix: copy inner in derived() (and in
-// not_null's pass-through, which already keeps it), and pass elem.mixed
-// and elem.inner into the expression reference's input val.
+// gets "ORDER#" for every batch). Fix: copy inner in derived()
+// (inner: from.inner), and pass elem.mixed and elem.inner into the
+// expression reference's input val in call(); in a scratch copy these
+// two lines pass this test and fail no other test of the package.
 func TestAttack43InnerLostThroughFunctions(t *testing.T) {
 	a, b := base42b("1"), base42b("2")
 	for _, src := range []string{
@@ -102,9 +103,9 @@ func TestAttack43InnerLostThroughFunctions(t *testing.T) {
 // error. Plausibility: low for a key (positions are rarely keys), but
 // the panic is reachable from event data alone. Fix: in call(), check
 // find_first/find_last's start and end against the subject before the
-// handler (JMESPath community: a start beyond the subject, or an end
-// before it, finds nothing: null), or recover a panic of any function
-// handler into an evalError naming the function.
+// handler (a start beyond the subject, or an end before the start,
+// finds nothing: null), or recover a panic of any function handler into
+// an evalError naming the function.
 func TestAttack43FindStartBeyondSubjectPanics(t *testing.T) {
 	a := event42(t, base42b("1"))
 	for _, src := range []string{
@@ -157,7 +158,9 @@ func TestAttack43FindStartBeyondSubjectPanics(t *testing.T) {
 // call(), mark to_number's result inexact when its argument is a string
 // whose decimal value is not the float64's (!sameDecimal(s,
 // strconv.FormatFloat(f, 'g', -1, 64)), as floats() does for
-// json.Number).
+// json.Number; strip a leading '+' first, and let hex, "Inf" and "NaN"
+// strings count as inexact). In a scratch copy this passes the test and
+// fails no other test of the package.
 func TestAttack43ToNumberOfLongDecimalIsInexact(t *testing.T) {
 	ev := func(id, n, amount string) string {
 		return `{"id": "` + id + `", "n": "` + n + `", "amount": "` + amount + `", "tag": "` + secret42b + `"}`
