@@ -78,6 +78,8 @@ func TestAttack43InnerLostThroughFunctions(t *testing.T) {
 		"map(&k, items[*].{k: 'v1', s: sku})",
 		"max_by(map(&{k: 'v1', s: sku}, items), &s).k",
 		"sort_by(map(&{k: 'v1', s: sku}, items), &s)[0].k",
+		"zip([join('-', ['v1', id])], [pk])[0][0][0:2]",
+		"values(group_by(items[*].{k: 'v1', s: sku}, &s))[0][0].k",
 	} {
 		noShared42b(t, false, src, a, b)
 	}
@@ -312,25 +314,28 @@ func TestAttack43EmptyFilterDefaultLeaks(t *testing.T) {
 // whose result the event cannot change although every operand reads it:
 // a field against itself (amount - amount is 0, amount / amount 1,
 // split(id, id) ["", ""], whose to_string and length are the same for
-// every id), a split that a limit of zero makes [s] (its length is 1, as
-// length(to_array(id)), refused as a built shape, is), a number a huge
-// literal absorbs ((amount + `1e300`) - `1e300` is 0, floor(amount *
-// `1e-300`) is 0), and the position of a literal's text in a string that
-// mixes it with the event's (find_first(join('#', ['ORDER', id]), '#')
-// is 5). The docs accept "a value a function computes from a field" as
-// the user's choice; these are not that: no event can give another
-// value. Hostile only. Fix, if wanted: in arithmetic, an operator whose
-// two operands are one subexpression (same AST) for -, /, %, // is made
-// of literals alone, and a result equal to its literal operand
-// (absorbed) or a floor/ceil of a product with a literal below 2^-52 in
-// magnitude is too; in provenance, split whose separator equals its
-// subject, and split with a literal limit of 0 (shaped, as to_array),
+// every id); a whole number modulo a literal 1 (amount % `1` is 0, as
+// amount * `0`, refused, is); a split that a limit of zero makes [s] (its
+// length is 1, as length(to_array(id)), refused as a built shape, is); a
+// number a huge literal absorbs ((amount + `1e300`) - `1e300` is 0,
+// floor(amount * `1e-300`) is 0); and the position of a literal's text
+// in a string that mixes it with the event's
+// (find_first(join('#', ['ORDER', id]), '#') is 5). The docs accept "a
+// value a function computes from a field" as the user's choice; these
+// are not that: no event can give another value. Hostile only. Fix, if
+// wanted: in arithmetic, an operator whose two operands are one
+// subexpression (same AST) for -, /, %, // is made of literals alone, so
+// is % by a literal ±1 of a whole number, a result equal to its literal
+// operand (absorbed), and a floor or ceil of a product with a literal
+// below 2^-52 in magnitude; in provenance, split whose separator equals
+// its subject, split with a literal limit of 0 (shaped, as to_array),
 // and find_first/find_last of a mixed subject (a pick out of the mix).
 func TestAttack43SelfCancellingLeaks(t *testing.T) {
 	a, b := base42b("1"), base42b("2")
 	for _, src := range []string{
 		"amount - amount",
 		"amount / amount",
+		"amount % `1`",
 		"to_string(split(id, id))",
 		"length(split(id, id))",
 		"length(split(pk, '#', `0`))",
