@@ -2,6 +2,7 @@ package dedupe_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -421,6 +422,72 @@ func TestAttack43MergeDefaultThenPickIsKey(t *testing.T) {
 	}
 }
 
+// bigIDs43 is an API Gateway request whose JSON body, and an
+// EventBridge-like detail, hold 64-bit ids (snowflake ids, 19 digits,
+// beyond 2^53) beside the strings and small numbers keys are made of;
+// every value ends in n.
+func bigIDs43(n string) string {
+	s := secret42b
+	body := mustJSON42b(map[string]any{"orderId": s + "o" + n, "customerId": json.Number("123456789012345678" + n), "requestedAt": "2026-01-0" + n,
+		"items": []any{
+			map[string]any{"sku": s + "s" + n, "qty": json.Number(n), "productId": json.Number("987654321098765432" + n)},
+			map[string]any{"sku": s + "t" + n, "qty": json.Number("3" + n), "productId": json.Number("887654321098765432" + n)}}})
+	return mustJSON42b(map[string]any{"body": body, "detail": map[string]any{"id": json.Number("123456789012345678" + n), "orderId": s + "d" + n,
+		"metadata": map[string]any{"sentAt": "2026-01-0" + n},
+		"items":    []any{map[string]any{"sku": s + "x" + n, "qty": json.Number(n), "productId": json.Number("987654321098765432" + n)}}}})
+}
+
+// TestAttack43CarriedBigNumberIsKey states invariant 2 for keys and
+// fingerprints over a list or object that holds a whole number of 2^53
+// or more (a 64-bit id) which the selection never reads: call()
+// converts every argument with floats() and marks the result inexact if
+// any number anywhere in it changed, so sort_by(items, &sku)[0].sku,
+// max_by(items, &qty).sku, map(&sku, items), length(items),
+// reverse(items)[0].sku and keys(detail) are refused ("computed its key
+// from a number float64 cannot hold exactly") for every request whose
+// body holds a productId of 19 digits, though the key is a string or a
+// count; and the fingerprints 42b made acceptable,
+// merge(powertools_json(body), {requestedAt: `null`}) and
+// merge(detail, {metadata: `null`}), and sort_by(..., &sku) and
+// map(&[sku, qty], items) are refused ("selected a number that cannot
+// be compared exactly") for every such request, which none of them
+// compares. The same expressions without the big id, and the bare
+// projection items[*].sku, are accepted. Plausible: JSON APIs and
+// events carry snowflake or database ids beyond 2^53 (Twitter, Discord,
+// Sonyflake-style ids), and with this Fingerprint every request is
+// refused, not one. Fix: in call(), convert to float64 (and mark
+// inexact) only what the function reads as a number (abs, ceil, floor,
+// sum, avg, max, min, sort, contains, to_string, to_number, and the
+// number parameters); hand a list or object to the functions that only
+// carry, order, count or name its parts (merge, reverse, to_array,
+// values, keys, items, length, not_null, zip, from_items, and the lists
+// of map, sort_by, max_by, min_by and group_by, whose expression
+// reference's results are already converted and checked in the closure)
+// with its json.Numbers as they are, so that what they return keeps the
+// event's digits, as a projection does.
+func TestAttack43CarriedBigNumberIsKey(t *testing.T) {
+	a, b := bigIDs43("1"), bigIDs43("2")
+	for _, src := range []string{
+		"sort_by(powertools_json(body).items, &sku)[0].sku",
+		"max_by(powertools_json(body).items, &qty).sku",
+		"map(&sku, powertools_json(body).items)",
+		"length(powertools_json(body).items)",
+		"min_by(detail.items, &qty).sku",
+		"reverse(detail.items)[0].sku",
+		"[detail.orderId, length(detail.items)]",
+	} {
+		accepted42b(t, false, src, a, b)
+	}
+	for _, src := range []string{
+		"merge(powertools_json(body), {requestedAt: `null`})",
+		"merge(detail, {metadata: `null`})",
+		"sort_by(powertools_json(body).items, &sku)",
+		"map(&[sku, qty], powertools_json(body).items)",
+	} {
+		accepted42b(t, true, src, a, b)
+	}
+}
+
 // TestAttack43Held lists what h43 tried that held: realistic keys and
 // fingerprints over API Gateway v2, SNS, EventBridge and the 42b events
 // are accepted and tell events apart (invariant 2); hostile spellings of
@@ -476,6 +543,27 @@ func TestAttack43Held(t *testing.T) {
 	for _, src := range []string{"merge({currency: 'EUR'}, detail)", "{o: detail.orderId, v: 'v2'}", "merge(detail, {v: 'v2'})"} {
 		accepted42b(t, true, src, e1, e2)
 	}
+
+	// TestAttack43CarriedBigNumberIsKey's expressions, on its events
+	// with the ids cut below 2^53, are accepted.
+	small := func(n string) string {
+		return strings.NewReplacer("87654321098765432", "", "23456789012345678", "").Replace(bigIDs43(n))
+	}
+	for _, src := range []string{
+		"sort_by(powertools_json(body).items, &sku)[0].sku", "max_by(powertools_json(body).items, &qty).sku",
+		"map(&sku, powertools_json(body).items)", "length(powertools_json(body).items)", "min_by(detail.items, &qty).sku",
+		"reverse(detail.items)[0].sku", "[detail.orderId, length(detail.items)]", "powertools_json(body).items[*].sku",
+	} {
+		accepted42b(t, false, src, small("1"), small("2"))
+	}
+	for _, src := range []string{
+		"merge(powertools_json(body), {requestedAt: `null`})", "merge(detail, {metadata: `null`})",
+		"sort_by(powertools_json(body).items, &sku)", "map(&[sku, qty], powertools_json(body).items)", "powertools_json(body)",
+	} {
+		accepted42b(t, true, src, small("1"), small("2"))
+	}
+	accepted42b(t, false, "powertools_json(body).items[*].sku", bigIDs43("1"), bigIDs43("2"))
+	accepted42b(t, true, "powertools_json(body)", bigIDs43("1"), bigIDs43("2"))
 
 	// Hostile spellings that are refused or tell the events apart.
 	a, b := base42b("1"), base42b("2")
