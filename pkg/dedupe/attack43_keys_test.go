@@ -442,7 +442,7 @@ func bigIDs43(n string) string {
 // or more (a 64-bit id) which the selection never reads: call()
 // converts every argument with floats() and marks the result inexact if
 // any number anywhere in it changed, so sort_by(items, &sku)[0].sku,
-// max_by(items, &qty).sku, map(&sku, items), length(items),
+// max_by(items, &qty).sku, map(&sku, items), [id, length(items)],
 // reverse(items)[0].sku and keys(detail) are refused ("computed its key
 // from a number float64 cannot hold exactly") for every request whose
 // body holds a productId of 19 digits, though the key is a string or a
@@ -471,7 +471,7 @@ func TestAttack43CarriedBigNumberIsKey(t *testing.T) {
 		"sort_by(powertools_json(body).items, &sku)[0].sku",
 		"max_by(powertools_json(body).items, &qty).sku",
 		"map(&sku, powertools_json(body).items)",
-		"length(powertools_json(body).items)",
+		"[powertools_json(body).orderId, length(powertools_json(body).items)]",
 		"min_by(detail.items, &qty).sku",
 		"reverse(detail.items)[0].sku",
 		"[detail.orderId, length(detail.items)]",
@@ -551,7 +551,7 @@ func TestAttack43Held(t *testing.T) {
 	}
 	for _, src := range []string{
 		"sort_by(powertools_json(body).items, &sku)[0].sku", "max_by(powertools_json(body).items, &qty).sku",
-		"map(&sku, powertools_json(body).items)", "length(powertools_json(body).items)", "min_by(detail.items, &qty).sku",
+		"map(&sku, powertools_json(body).items)", "[powertools_json(body).orderId, length(powertools_json(body).items)]", "min_by(detail.items, &qty).sku",
 		"reverse(detail.items)[0].sku", "[detail.orderId, length(detail.items)]", "powertools_json(body).items[*].sku",
 	} {
 		accepted42b(t, false, src, small("1"), small("2"))
