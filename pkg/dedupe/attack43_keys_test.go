@@ -99,11 +99,11 @@ func TestAttack43InnerLostThroughFunctions(t *testing.T) {
 // (jpfFindImpl: subject[start:end]) and panic. The start is the
 // expression's, but the length is the event's: find_first(key, '/', `8`)
 // works for every long key and panics for the first short one. Nothing
-// in Key or call() recovers, so the Lambda invocation dies (for an SQS
-// batch, every record of the batch fails, on every retry, instead of one
-// ErrNoKey), and an expression of literals alone panics CompileExpr
-// itself (analyze evaluates it), i.e. Handler at init instead of an
-// error. Plausibility: low for a key (positions are rarely keys), but
+// in Key, Payload or call() recovers, so the invocation dies with a
+// runtime panic (its stack trace in the logs) instead of an error
+// wrapping ErrNoKey that names the expression and why, and an
+// expression of literals alone panics CompileExpr itself (analyze
+// evaluates it), i.e. Handler at init instead of refusing it. Plausibility: low for a key (positions are rarely keys), but
 // the panic is reachable from event data alone. Fix: in call(), check
 // find_first/find_last's start and end against the subject before the
 // handler (a start beyond the subject, or an end before the start,
