@@ -43,8 +43,8 @@ func noPanic43(t *testing.T, what string, f func()) {
 // of a list whose parts mix literals with fields (inner: a list of
 // {k: 'v1', s: sku} objects, of join('-', ['v1', sku]) strings, of
 // padded or to_string'd strings) after the list went through a function
-// that hands its elements back: reverse, sort, sort_by, max_by, to_array
-// and map. Picked from the list itself (items[*].{k: 'v1', s: sku} |
+// that hands its elements back: reverse, sort, sort_by, max_by,
+// to_array, zip, group_by and map. Picked from the list itself (items[*].{k: 'v1', s: sku} |
 // [0].k, items[*].join('-', ['v1', sku]) | [0][0:2]) the literal part is
 // refused; through one of these functions it is accepted, and every
 // event gets the key "v1" (or "00000000", `{"a"`). Two causes: derived()
