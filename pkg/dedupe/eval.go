@@ -134,7 +134,7 @@ func (p parts) mixed() bool {
 func derived(x any, from val) val {
 	_, truth := x.(bool)
 	return val{v: x, missing: from.missing || x == nil, masked: from.masked || (from.missing && x != nil), inexact: from.inexact,
-		konst: from.konst, few: from.few || truth, mixed: from.mixed, shaped: from.shaped}
+		konst: from.konst, few: from.few || truth, mixed: from.mixed, inner: from.inner, shaped: from.shaped}
 }
 
 // evaluator evaluates one expression against one event.
@@ -577,7 +577,7 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		if c.NodeType == parsing.ASTExpRef {
 			ref := c.Children[0]
 			args[i] = func(data any) (any, error) {
-				r, err := e.eval(ref, val{v: data, konst: elem.konst, few: elem.few, shaped: elem.shaped})
+				r, err := e.eval(ref, val{v: data, konst: elem.konst, few: elem.few, mixed: elem.mixed, shaped: elem.shaped})
 				if err != nil {
 					return nil, err
 				}
@@ -597,6 +597,10 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		vals[i] = x
 		from = from.or(x)
 		ps.add(x)
+		if c, ok := carried(name, x.v); ok {
+			args[i] = c
+			continue
+		}
 		var lossy bool
 		args[i], lossy = floats(x.v)
 		from.inexact = from.inexact || lossy
@@ -619,7 +623,11 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 	if err := checkArgs(name, f.Arguments, args); err != nil {
 		return val{}, err
 	}
-	res, err := f.Handler(args)
+	if (name == "find_first" || name == "find_last") && emptyRange(args) {
+		// JMESPath's function would slice the subject out of range.
+		return derived(nil, provenance(name, nil, from, vals, ps, body, bodies)), nil
+	}
+	res, err := handle(name, f.Handler, args)
 	if err != nil {
 		if ee := (*evalError)(nil); errors.As(err, &ee) {
 			return val{}, err
@@ -628,7 +636,75 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		// quote no argument.
 		return val{}, evalErrorf("%s(): %w", name, err)
 	}
-	return derived(res, provenance(name, res, from, vals, ps, body, bodies)), nil
+	out := provenance(name, res, from, vals, ps, body, bodies)
+	if name == "to_number" {
+		// A string's number is exact only when float64 holds its value.
+		if s, ok := vals[0].v.(string); ok {
+			if f, ok := res.(float64); ok && !sameDecimal(strings.TrimSpace(s), strconv.FormatFloat(f, 'g', -1, 64)) {
+				out.inexact = true
+			}
+		}
+	}
+	return derived(res, out), nil
+}
+
+// handle calls a function's handler, and turns a panic of it (a case its
+// arguments reach that JMESPath does not check) into an error naming the
+// function, never an argument.
+func handle(name string, h jmespath.JpFunction, args []any) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, evalErrorf("%s() failed on its arguments", name)
+		}
+	}()
+	return h(args)
+}
+
+// emptyRange reports whether find_first's or find_last's start and end
+// (args[2] and args[3], when given) leave nothing of the subject to
+// search: a start beyond its length, or an end before the start. It
+// finds nothing there.
+func emptyRange(args []any) bool {
+	s, _ := args[0].(string)
+	start, end := 0.0, float64(len(s))
+	if len(args) > 2 {
+		f, ok := args[2].(float64)
+		if !ok || f != math.Trunc(f) {
+			return false // not a whole number: the function says so
+		}
+		start = max(0, f)
+	}
+	if len(args) > 3 {
+		f, ok := args[3].(float64)
+		if !ok || f != math.Trunc(f) {
+			return false
+		}
+		end = f // the function clamps it to the subject; only end < start matters here
+	}
+	return start > float64(len(s)) || end < start
+}
+
+// carried returns, for function name, a list or object argument x as it
+// is (a list as a shallow copy: sort_by sorts its argument in place; no
+// handler writes into an object) when name only moves,
+// counts, groups or orders its elements and never reads their values
+// itself: a number float64 cannot hold, somewhere inside, is then
+// neither converted nor makes the result inexact. An expression
+// reference's values are converted as they are computed.
+func carried(name string, x any) (any, bool) {
+	switch name {
+	case "sort_by", "max_by", "min_by", "group_by", "map", "reverse", "length", "keys", "values",
+		"merge", "to_array", "items", "from_items", "zip":
+	default:
+		return nil, false
+	}
+	switch c := x.(type) {
+	case []any:
+		return slices.Clone(c), true
+	case map[string]any:
+		return c, true
+	}
+	return nil, false
 }
 
 // provenance returns what res, the result of function name, derives

@@ -406,6 +406,11 @@ func eventTree(event any) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", safeJSONError(err))
 		}
+		if escapesReplacement(b) {
+			// json.Marshal wrote a string that is not UTF-8 with
+			// U+FFFD for each invalid byte, as decoding would.
+			return nil, errors.New("encode event: a string that is not UTF-8")
+		}
 		raw = b
 	}
 	tree, err := decodeJSON(raw)
@@ -416,12 +421,17 @@ func eventTree(event any) (any, error) {
 }
 
 // decodeJSON decodes exactly one JSON value, numbers as json.Number. It
-// refuses text that is not UTF-8, as JSON is (RFC 8259): encoding/json
-// would make every invalid byte U+FFFD, so that two different strings
-// would select one key. Its error never quotes the input.
+// refuses text that is not UTF-8, as JSON is (RFC 8259), and a \u escape
+// of a UTF-16 surrogate that is not half of a pair: encoding/json would
+// make every invalid byte, and every lone surrogate, U+FFFD, so that two
+// different strings would select one key. Its error never quotes the
+// input.
 func decodeJSON(b []byte) (any, error) {
 	if !utf8.Valid(b) {
 		return nil, errors.New("not valid JSON: not UTF-8")
+	}
+	if loneSurrogate(b) {
+		return nil, errors.New("not valid JSON: a lone UTF-16 surrogate escape")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -513,4 +523,65 @@ func text(fn string, b []byte) (any, error) {
 		return nil, evalErrorf("%s(): the decoded data is not UTF-8 text", fn)
 	}
 	return string(b), nil
+}
+
+// loneSurrogate reports whether the JSON text b holds a \u escape of a
+// UTF-16 surrogate that is not half of a pair: a low surrogate first, or
+// a high one not followed by a low one's escape.
+func loneSurrogate(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escaped character, perhaps a backslash
+			continue
+		}
+		u, ok := codeUnit(b[i+2:])
+		if !ok {
+			return false // not valid JSON: the decoder says so
+		}
+		i += 5
+		switch {
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return true
+		case u >= 0xD800 && u <= 0xDBFF:
+			if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
+				return true
+			}
+			if l, ok := codeUnit(b[i+3:]); !ok || l < 0xDC00 || l > 0xDFFF {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
+}
+
+// escapesReplacement reports whether the JSON text b holds the escape
+// \ufffd, which json.Marshal writes for each byte of a string that is
+// not UTF-8 (U+FFFD itself it writes as it is).
+func escapesReplacement(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' {
+			if u, ok := codeUnit(b[i+2:]); ok && u == utf8.RuneError {
+				return true
+			}
+		}
+		i++
+	}
+	return false
+}
+
+// codeUnit returns the UTF-16 code unit that the four hexadecimal digits
+// at the start of b spell.
+func codeUnit(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(u), err == nil
 }
