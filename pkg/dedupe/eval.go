@@ -685,12 +685,12 @@ func emptyRange(args []any) bool {
 }
 
 // carried returns, for function name, a list or object argument x as it
-// is (a list as a shallow copy: sort_by sorts its argument in place; no
-// handler writes into an object) when name only moves,
-// counts, groups or orders its elements and never reads their values
-// itself: a number float64 cannot hold, somewhere inside, is then
-// neither converted nor makes the result inexact. An expression
-// reference's values are converted as they are computed.
+// is when name only moves, counts, groups or orders its elements and
+// never reads their values itself: a number float64 cannot hold,
+// somewhere inside, is then neither converted nor makes the result
+// inexact. A list is a shallow copy (sort_by sorts its argument in
+// place; no handler writes into an object). An expression reference's
+// values are converted as they are computed.
 func carried(name string, x any) (any, bool) {
 	switch name {
 	case "sort_by", "max_by", "min_by", "group_by", "map", "reverse", "length", "keys", "values",
