@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -36,10 +37,22 @@ import (
 // runHandler43b builds a Handler over In with key, scope and fp, decodes
 // each raw event as the Lambda runtime does (encoding/json into In, the
 // type's own UnmarshalJSON included), calls the handler on each in turn,
-// and returns how many times the wrapped function ran and the errors.
+// and returns how many times the wrapped function ran and the errors. It
+// fails when an error or a log line quotes secret42b.
 func runHandler43b[In any](t *testing.T, key, scope, fp string, raws ...string) (runs int, errs []error) {
 	t.Helper()
-	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t43b"})
+	var logs bytes.Buffer
+	g := dedupe.New(memstore.New(), &dedupe.Config{Prefix: "t43b", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer func() {
+		if strings.Contains(logs.String(), secret42b) {
+			t.Errorf("Handler Key %q: a log line quotes an event value: %s", key, logs.String())
+		}
+		for _, err := range errs {
+			if err != nil && strings.Contains(err.Error(), secret42b) {
+				t.Errorf("Handler Key %q: an error quotes an event value: %v", key, err)
+			}
+		}
+	}()
 	h, err := dedupe.Handler(g, &dedupe.HandlerConfig[string]{Key: key, Scope: scope, Fingerprint: fp},
 		func(context.Context, In) (string, error) { runs++; return fmt.Sprintf("run %d", runs), nil })
 	if err != nil {
