@@ -408,7 +408,11 @@ func (m marshaler43b) MarshalJSON() ([]byte, error) { return []byte(m), nil }
 //     null or refused, "1_000" and hex floats are refused, "12.50",
 //     "1e3", "0.1" and "-0" are accepted; a string that float64 holds only
 //     after rounding is refused whatever its spelling, since only the
-//     shortest decimal of the float64 passes sameDecimal.
+//     shortest decimal of the float64 passes sameDecimal;
+//     max_by(r, &to_number(s)).id and sort_by(r, &to_number(s))[0].id
+//     over 20-digit strings, and comparisons of 9007199254740993 with
+//     …992 or of 1e400 with 2e400 (to_string(a == b), a filter), are
+//     refused.
 func TestAttack43bHeld(t *testing.T) {
 	id := dedupe.MustCompileExpr("id")
 	for _, ev := range []string{
