@@ -640,7 +640,7 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 	if name == "to_number" {
 		// A string's number is exact only when float64 holds its value.
 		if s, ok := vals[0].v.(string); ok {
-			if f, ok := res.(float64); ok && !sameDecimal(strings.TrimSpace(s), strconv.FormatFloat(f, 'g', -1, 64)) {
+			if f, ok := res.(float64); ok && !sameDecimal(strings.TrimPrefix(strings.TrimSpace(s), "+"), strconv.FormatFloat(f, 'g', -1, 64)) {
 				out.inexact = true
 			}
 		}

@@ -3,12 +3,14 @@ package dedupe
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,10 +408,8 @@ func eventTree(event any) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", safeJSONError(err))
 		}
-		if escapesReplacement(b) {
-			// json.Marshal wrote a string that is not UTF-8 with
-			// U+FFFD for each invalid byte, as decoding would.
-			return nil, errors.New("encode event: a string that is not UTF-8")
+		if !jsonStringsValid(reflect.ValueOf(event)) {
+			return nil, errNotUTF8
 		}
 		raw = b
 	}
@@ -558,23 +558,60 @@ func loneSurrogate(b []byte) bool {
 	return false
 }
 
-// escapesReplacement reports whether the JSON text b holds the escape
-// \ufffd, which json.Marshal writes for each byte of a string that is
-// not UTF-8 (U+FFFD itself it writes as it is).
-func escapesReplacement(b []byte) bool {
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if b[i+1] == 'u' {
-			if u, ok := codeUnit(b[i+2:]); ok && u == utf8.RuneError {
-				return true
+// errNotUTF8 refuses an event given as a Go value with a string that is
+// not UTF-8.
+var errNotUTF8 = errors.New("encode event: a string that is not UTF-8")
+
+// jsonStringsValid reports whether every string json.Marshal encodes of
+// v, its maps' string keys included, is UTF-8: json.Marshal writes each
+// invalid byte as U+FFFD, as decoding does, so that two different strings
+// would encode alike. A value that encodes itself (json.Marshaler,
+// encoding.TextMarshaler, json.RawMessage) is left to its output, which
+// decodeJSON checks. It is called after json.Marshal accepted v, which
+// refuses a cycle.
+func jsonStringsValid(v reflect.Value) bool {
+	if !v.IsValid() {
+		return true
+	}
+	t := v.Type()
+	if t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
+		v.CanAddr() && (reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)) {
+		return true
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return utf8.ValidString(v.String())
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || jsonStringsValid(v.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && f.Tag.Get("json") != "-" && !jsonStringsValid(v.Field(i)) {
+				return false
 			}
 		}
-		i++
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if k := it.Key(); k.Kind() == reflect.String && !utf8.ValidString(k.String()) || !jsonStringsValid(it.Value()) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return true // bytes, encoded as base64
+		}
+		for i := range v.Len() {
+			if !jsonStringsValid(v.Index(i)) {
+				return false
+			}
+		}
 	}
-	return false
+	return true
 }
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
 
 // codeUnit returns the UTF-16 code unit that the four hexadecimal digits
 // at the start of b spell.

@@ -248,6 +248,9 @@ func handlerKey(in any, kind int, key, fp, scope *jmesExpr) (k string, payload [
 	if err != nil {
 		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: encode event: %w", ErrNoKey, safeJSONError(err))
 	}
+	if !jsonStringsValid(reflect.ValueOf(in)) {
+		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: %w", ErrNoKey, errNotUTF8)
+	}
 	tree, err := decodeJSON(raw)
 	if err != nil {
 		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: decode event: %w", ErrNoKey, err)
