@@ -168,11 +168,9 @@ func TestAttack43bFingerprintFoldsLoneSurrogates(t *testing.T) {
 	if x, y := dedupe.Fingerprint(fa, "POST", "/orders"), dedupe.Fingerprint(fb, "POST", "/orders"); x == y {
 		t.Errorf("Fingerprint of two bodies whose amounts are different lone surrogates: both %s", x)
 	}
-	ca, errA := dedupe.CanonicalJSON(fa)
-	cb, errB := dedupe.CanonicalJSON(fb)
-	if errA == nil && errB == nil && bytes.Equal(ca, cb) {
-		t.Errorf("CanonicalJSON of two different lone surrogates: both %q", ca)
-	}
+	// CanonicalJSON itself is a normal form, documented to read a lone
+	// surrogate as encoding/json does (U+FFFD); Fingerprint, the
+	// identity, hashes such a body raw.
 	ja, errA := dedupe.JSONFields(a, "amount")
 	jb, errB := dedupe.JSONFields(b, "amount")
 	if errA == nil && errB == nil && bytes.Equal(ja, jb) {
@@ -229,13 +227,17 @@ func TestAttack43bArithmeticRoundsUnmarked(t *testing.T) {
 		noShared42b(t, false, src, x, y)
 	}
 	for _, src := range []string{
-		"{total: a + b}",
-		"{total: sum([a, b])}",
-		"{total: to_number(sa) + to_number(sb)}",
 		"{n: sum(l)}",
+		"{n: l[0] + l[1] + l[2]}",
 	} {
 		noShared42b(t, true, src, x, y)
 	}
+	// Arithmetic with fractions is float64's, as JMESPath's, and
+	// accepted: {total: a + b} is 0.30000000000000004 for (0.1, 0.2) and
+	// for (0.3, 4e-17), a meeting of roundings that needs an operand of
+	// 16 digits or more (decided at the merge of h43b: refusing it would
+	// refuse {total: price + tax} for 19.99 and 1.2).
+	accepted42b(t, true, "{total: a + b}", ev("1", "19.99", "1.2"), ev("2", "19.99", "1.3"))
 }
 
 // allocated returns the bytes f allocates.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,106 @@ type evaluator struct {
 	root  any
 	vars  map[string]val
 	funcs map[string]jmespath.FunctionEntry
+	// built counts the bytes of the strings functions built so far, and
+	// allowed bounds them once it is known (see spend); decoded counts
+	// what powertools_base64 and powertools_base64_gzip decoded, which
+	// maxDecodedBytes bounds.
+	built, allowed, decoded int
+}
+
+// Bounds of what functions may build in one evaluation: builtBase bytes,
+// and past that builtPerByte times the size of the event. A key or
+// fingerprint selects; what functions compute from it stays near its
+// size, while a hostile event could make join inside map copy a long
+// field once per element, or pad_left pad to a width it chose, until the
+// function ran out of memory.
+const (
+	builtBase    = 64 << 10
+	builtPerByte = 16
+)
+
+// spend accounts for n bytes a function builds (or, with keep false,
+// checks that it could, before it runs), and refuses them past the
+// bounds above. The event's size is measured only when builtBase is
+// passed.
+func (e *evaluator) spend(n float64, keep bool) error {
+	total := float64(e.built) + n
+	if total > builtBase {
+		if e.allowed == 0 {
+			e.allowed = builtBase + builtPerByte*treeSize(e.root)
+		}
+		if total > float64(e.allowed) {
+			return evalErrorf("the expression builds more text than its event holds (functions may build %d bytes for it): select rather than compute", e.allowed)
+		}
+	}
+	if keep {
+		e.built = int(total)
+	}
+	return nil
+}
+
+// treeSize approximates the size of a decoded event: its strings' and
+// keys' bytes, and a few bytes for every other value.
+func treeSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 2
+	case json.Number:
+		return len(x)
+	case []any:
+		n := 2
+		for _, y := range x {
+			n += treeSize(y) + 1
+		}
+		return n
+	case map[string]any:
+		n := 2
+		for k, y := range x {
+			n += len(k) + 3 + treeSize(y) + 1
+		}
+		return n
+	}
+	return 4
+}
+
+// builds estimates the bytes function name will build from args, for
+// those that can build much more than they are given (pad, join,
+// replace), or returns 0.
+func builds(name string, args []any) float64 {
+	switch name {
+	case "pad_left", "pad_right":
+		s, _ := args[0].(string)
+		w, _ := args[1].(float64)
+		pad := 1
+		if len(args) > 2 {
+			if p, ok := args[2].(string); ok && len(p) > 0 {
+				pad = len(p)
+			}
+		}
+		return max(float64(len(s)), w*float64(pad))
+	case "join":
+		sep, _ := args[0].(string)
+		list, _ := args[1].([]any)
+		n := float64(len(sep) * max(len(list)-1, 0))
+		for _, x := range list {
+			if s, ok := x.(string); ok {
+				n += float64(len(s))
+			}
+		}
+		return n
+	case "replace":
+		s, _ := args[0].(string)
+		old, _ := args[1].(string)
+		repl, _ := args[2].(string)
+		count := float64(strings.Count(s, old)) // runes+1 for an empty old
+		if len(args) > 3 {
+			if c, ok := args[3].(float64); ok && c >= 0 {
+				count = min(count, c)
+			}
+		}
+		return float64(len(s)) + count*float64(max(len(repl)-len(old), 0))
+	}
+	return 0
 }
 
 // evalError is an error of evaluation. Its message names functions,
@@ -539,6 +640,10 @@ func (e *evaluator) arithmetic(n parsing.ASTNode, in val) (val, error) {
 	default:
 		return val{}, evalErrorf("unsupported arithmetic operator")
 	}
+	if !exactArithmetic(n.Value, a, b, res) {
+		// float64 rounded: other operands round to the same result.
+		from.inexact = true
+	}
 	switch n.Value {
 	case parsing.TOKStar, parsing.TOKMultiply:
 		if zero[0] || zero[1] {
@@ -627,7 +732,22 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		// JMESPath's function would slice the subject out of range.
 		return derived(nil, provenance(name, nil, from, vals, ps, body, bodies)), nil
 	}
+	if n := builds(name, args); n > 0 {
+		if err := e.spend(n, false); err != nil {
+			return val{}, err
+		}
+	}
 	res, err := handle(name, f.Handler, args)
+	if r, ok := res.(string); ok && err == nil {
+		if strings.HasPrefix(name, "powertools_base64") {
+			// A decoder: bounded by what it may decode, in all.
+			if e.decoded += len(r); e.decoded > maxDecodedBytes {
+				err = evalErrorf("%s() decodes more than %d bytes in all", name, maxDecodedBytes)
+			}
+		} else {
+			err = e.spend(float64(len(r)), true)
+		}
+	}
 	if err != nil {
 		if ee := (*evalError)(nil); errors.As(err, &ee) {
 			return val{}, err
@@ -637,6 +757,11 @@ func (e *evaluator) call(n parsing.ASTNode, in val) (val, error) {
 		return val{}, evalErrorf("%s(): %w", name, err)
 	}
 	out := provenance(name, res, from, vals, ps, body, bodies)
+	if name == "sum" || name == "avg" {
+		if f, ok := res.(float64); ok && !exactSum(name, args[0], f) {
+			out.inexact = true
+		}
+	}
 	if name == "to_number" {
 		// A string's number is exact only when float64 holds its value.
 		if s, ok := vals[0].v.(string); ok {
@@ -1038,3 +1163,88 @@ func wholeDecimal(s string) (string, bool) {
 
 // maxKeyDigits bounds the digits of a whole number in a key.
 const maxKeyDigits = 400
+
+// decimalRat returns the value f's shortest decimal spells (what a JSON
+// number of those digits means, as the evaluator reads one), or false for
+// NaN and the infinities.
+func decimalRat(f float64) (*big.Rat, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, false
+	}
+	return new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// exactArithmetic reports whether res, which float64 computed from a and
+// b with op, is exact where exactness is owed: when a, b and the true
+// result are whole numbers, res must be that result (2^53-1 + 2 - 2
+// rounds to 2^53-2 through 2^53+1, as other operands do). Arithmetic with
+// fractions is float64's, as JMESPath's (0.1 + 0.2 is
+// 0.30000000000000004): its roundings need operands of 16 digits or more
+// to meet.
+func exactArithmetic(op any, a, b, res float64) bool {
+	x, ok1 := decimalRat(a)
+	y, ok2 := decimalRat(b)
+	r, ok3 := decimalRat(res)
+	if !ok1 || !ok2 || !ok3 {
+		return false
+	}
+	if !x.IsInt() || !y.IsInt() {
+		return true
+	}
+	want := new(big.Rat)
+	switch op {
+	case parsing.TOKPlus:
+		want.Add(x, y)
+	case parsing.TOKMinus:
+		want.Sub(x, y)
+	case parsing.TOKStar, parsing.TOKMultiply:
+		want.Mul(x, y)
+	case parsing.TOKDivide, parsing.TOKModulo, parsing.TOKDiv:
+		if y.Sign() == 0 {
+			return false
+		}
+		want.Quo(x, y)
+		if op != parsing.TOKDivide {
+			// The quotient's whole part: floored for //, truncated
+			// toward zero for % (math.Mod's sign is the dividend's).
+			q := new(big.Int).Quo(want.Num(), want.Denom())
+			if op == parsing.TOKDiv && want.Sign() < 0 && !want.IsInt() {
+				q.Sub(q, big.NewInt(1))
+			}
+			want.SetInt(q)
+			if op == parsing.TOKModulo {
+				want.Sub(x, new(big.Rat).Mul(y, want))
+			}
+		}
+	default:
+		return false
+	}
+	return !want.IsInt() || want.Cmp(r) == 0
+}
+
+// exactSum reports, as exactArithmetic does, whether res, sum's or avg's
+// float64 result over list, is exact where exactness is owed: over whole
+// numbers, to a whole result.
+func exactSum(name string, list any, res float64) bool {
+	l, _ := list.([]any)
+	r, ok := decimalRat(res)
+	if !ok {
+		return false
+	}
+	want := new(big.Rat)
+	for _, x := range l {
+		f, _ := x.(float64)
+		d, ok := decimalRat(f)
+		if !ok {
+			return false
+		}
+		if !d.IsInt() {
+			return true
+		}
+		want.Add(want, d)
+	}
+	if name == "avg" && len(l) > 0 {
+		want.Quo(want, new(big.Rat).SetInt64(int64(len(l))))
+	}
+	return !want.IsInt() || want.Cmp(r) == 0
+}

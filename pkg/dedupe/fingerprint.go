@@ -28,7 +28,9 @@ var errNotJSON = errors.New("dedupe: not valid JSON")
 //   - numbers are kept exactly as written: 1 and 1.0 stay different, and
 //     big integers or long decimals never pass through float64.
 //
-// It returns an error if data is not exactly one valid JSON value.
+// It returns an error if data is not exactly one valid JSON value. A lone
+// UTF-16 surrogate's escape ("\ud800" alone) becomes U+FFFD, as
+// encoding/json decodes it; Fingerprint hashes such a body raw.
 func CanonicalJSON(data []byte) ([]byte, error) {
 	if !json.Valid(data) {
 		return nil, errNotJSON
@@ -39,8 +41,9 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 // Fingerprint returns the hex SHA-256 fingerprint of a request made of
 // parts and a body. Each part is length-prefixed, so parts can never run
 // into each other. A body that is valid JSON is hashed in its CanonicalJSON
-// form, anything else raw, and the two cases are tagged so they cannot
-// collide.
+// form, anything else raw (a body that escapes a lone UTF-16 surrogate
+// too, which CanonicalJSON would make U+FFFD), and the two cases are
+// tagged so they cannot collide.
 //
 // The HTTP adapters fingerprint method, route, path parameters, query,
 // configured headers and body this way; event handlers can use it with no
@@ -63,7 +66,7 @@ func appendPart(buf []byte, p string) []byte {
 // JSON, raw and tagged 'r' otherwise. The body must be the last thing
 // appended, since it carries no length prefix.
 func appendBody(buf, body []byte) []byte {
-	if json.Valid(body) {
+	if json.Valid(body) && !loneSurrogate(body) {
 		return canonicalJSON(append(buf, 'j'), body)
 	}
 	return append(append(buf, 'r'), body...)

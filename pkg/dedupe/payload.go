@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // JSONFields returns the canonical JSON (see CanonicalJSON) of an object
@@ -51,8 +52,13 @@ func WithoutJSONFields(data []byte, paths ...string) ([]byte, error) {
 	return encodeCanonical(obj)
 }
 
-// decodeObject decodes a JSON object, keeping numbers as written.
+// decodeObject decodes a JSON object, keeping numbers as written. It
+// refuses what decodeJSON refuses: text that is not UTF-8, and a lone
+// surrogate's escape, which encoding/json would make U+FFFD.
 func decodeObject(data []byte) (map[string]any, error) {
+	if !utf8.Valid(data) || loneSurrogate(data) {
+		return nil, fmt.Errorf("select JSON fields: payload is not UTF-8 or escapes a lone surrogate: %w", errNotJSON)
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
 	var obj map[string]any

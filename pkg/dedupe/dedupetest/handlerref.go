@@ -228,9 +228,27 @@ func toFloat(v any) (any, bool) {
 // call applies a function to the arguments' values (numbers as float64);
 // f returns false when an argument has a type the function does not take.
 func call(f func(args []any) (any, bool), xs ...rv) rv {
+	return apply(f, false, xs...)
+}
+
+// carry is call for a function that only counts or lists what a list or
+// object holds (length, keys): such an argument is passed as it is, so
+// that a number float64 cannot hold inside it changes nothing.
+func carry(f func(args []any) (any, bool), xs ...rv) rv {
+	return apply(f, true, xs...)
+}
+
+func apply(f func(args []any) (any, bool), carried bool, xs ...rv) rv {
 	out := rv{konst: true}.with(xs...)
 	args := make([]any, len(xs))
 	for i, x := range xs {
+		switch x.v.(type) {
+		case []any, map[string]any:
+			if carried {
+				args[i] = x.v
+				continue
+			}
+		}
 		var lossy bool
 		args[i], lossy = toFloat(x.v)
 		out.inexact = out.inexact || lossy
@@ -506,11 +524,11 @@ func hcKeyExprs(base string, order func(tree any) rv) []hcExpr {
 		{src: p("detail.lines[?price].sku"), ref: func(t any) rv {
 			return filter(get(o(t), "detail", "lines"), func(e rv) bool { return !falsy(get(e, "price").v) }, func(e rv) rv { return get(e, "sku") })
 		}},
-		{src: "length(" + p("detail.lines") + ")", ref: func(t any) rv { return call(fLength, get(o(t), "detail", "lines")) }},
+		{src: "length(" + p("detail.lines") + ")", ref: func(t any) rv { return carry(fLength, get(o(t), "detail", "lines")) }},
 		{src: "sum(" + p("detail.lines[*].price") + ")", ref: func(t any) rv {
 			return call(fSum, project(get(o(t), "detail", "lines"), func(e rv) rv { return get(e, "price") }))
 		}},
-		{src: "keys(" + p("detail") + ")", ref: func(t any) rv { return call(fKeys, get(o(t), "detail")) }},
+		{src: "keys(" + p("detail") + ")", ref: func(t any) rv { return carry(fKeys, get(o(t), "detail")) }},
 		{src: p("detail.amount"), ref: func(t any) rv { return get(o(t), "detail", "amount") }},
 		{src: "to_string(" + p("detail.amount") + ")", ref: func(t any) rv { return call(fToString, get(o(t), "detail", "amount")) }},
 		{src: "lower(" + p("detail.card") + ")", ref: func(t any) rv { return call(fLower, get(o(t), "detail", "card")) }},
