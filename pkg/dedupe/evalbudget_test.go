@@ -53,3 +53,45 @@ func TestFunctionsBuildInProportionToTheEvent(t *testing.T) {
 		t.Errorf("one 4 MiB inflation: %v", err)
 	}
 }
+
+// TestBuildBoundIsExact: the bound is 64 KiB for an event of a few bytes
+// (pad_left to 60,000 is built, to 70,000 refused), and 64 KiB plus 16
+// bytes for each of the event's past that (a join of 22 copies of a
+// 10,000-byte field is built, of 23 refused: the event is about 10 KB).
+func TestBuildBoundIsExact(t *testing.T) {
+	small := []byte(`{"id": "o1"}`)
+	for width, ok := range map[string]bool{"60000": true, "70000": false} {
+		_, err := dedupe.MustCompileExpr("pad_left(id, `" + width + "`)").Key(small)
+		if (err == nil) != ok {
+			t.Errorf("pad_left(id, %s) of a small event: %v, want built %v", width, err, ok)
+		}
+	}
+	big := []byte(`{"c": "` + strings.Repeat("c", 10000) + `"}`)
+	for n, ok := range map[int]bool{22: true, 23: false} {
+		src := "join('', [" + strings.TrimSuffix(strings.Repeat("c,", n), ",") + "])"
+		_, err := dedupe.MustCompileExpr(src).Payload(big)
+		if (err == nil) != ok {
+			t.Errorf("a join of %d copies of a 10,000-byte field: %v, want built %v", n, err, ok)
+		}
+	}
+}
+
+// TestWholeArithmeticIsExactOrRefused: a whole result of whole numbers
+// is the true one or refused; a floored quotient of a negative dividend
+// is floored (-7 // 2 is -4), and a fraction of whole numbers (1 / 3) is
+// float64's, as JMESPath's, and accepted.
+func TestWholeArithmeticIsExactOrRefused(t *testing.T) {
+	ev := []byte(`{"n": -7, "a": 1, "b": 3, "big": 9007199254740991}`)
+	if got, err := dedupe.MustCompileExpr("to_string(n // `2`)").Payload(ev); err != nil || string(got) != `"-4"` {
+		t.Errorf("to_string(-7 // 2) = %s, %v; want \"-4\"", got, err)
+	}
+	if got, err := dedupe.MustCompileExpr("to_string((n - `1`) // `2`)").Payload(ev); err != nil || string(got) != `"-4"` {
+		t.Errorf("to_string(-8 // 2) = %s, %v; want \"-4\"", got, err)
+	}
+	if _, err := dedupe.MustCompileExpr("{t: a / b}").Payload(ev); err != nil {
+		t.Errorf("{t: 1 / 3}: %v; want float64's third", err)
+	}
+	if _, err := dedupe.MustCompileExpr("{t: big + `2` - `2`}").Payload(ev); err == nil {
+		t.Error("{t: 2^53-1 + 2 - 2}: accepted, want refused: float64 rounded it")
+	}
+}
