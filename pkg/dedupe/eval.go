@@ -1182,6 +1182,16 @@ func decimalRat(f float64) (*big.Rat, bool) {
 // 0.30000000000000004): its roundings need operands of 16 digits or more
 // to meet.
 func exactArithmetic(op any, a, b, res float64) bool {
+	switch {
+	case a != math.Trunc(a) || b != math.Trunc(b):
+		return !math.IsInf(res, 0) && !math.IsNaN(res) // fractions: float64's
+	case math.Abs(a) < 1<<53 && math.Abs(b) < 1<<53 && math.Abs(res) < 1<<53:
+		// Whole operands and a result below 2^53: float64's +, -, *, /
+		// and % are exact, and so is //, since a quotient of such
+		// numbers that is not whole stays at least 1/|b| from every
+		// whole number, farther than float64 rounds it.
+		return true
+	}
 	x, ok1 := decimalRat(a)
 	y, ok2 := decimalRat(b)
 	r, ok3 := decimalRat(res)
@@ -1222,11 +1232,34 @@ func exactArithmetic(op any, a, b, res float64) bool {
 	return !want.IsInt() || want.Cmp(r) == 0
 }
 
+// magnitudes returns the sum of the magnitudes of list's numbers, and
+// whether they are all whole.
+func magnitudes(l []any) (float64, bool) {
+	total := 0.0
+	for _, x := range l {
+		f, _ := x.(float64)
+		if f != math.Trunc(f) {
+			return 0, false
+		}
+		total += math.Abs(f)
+	}
+	return total, true
+}
+
 // exactSum reports, as exactArithmetic does, whether res, sum's or avg's
 // float64 result over list, is exact where exactness is owed: over whole
 // numbers, to a whole result.
 func exactSum(name string, list any, res float64) bool {
 	l, _ := list.([]any)
+	if math.IsInf(res, 0) || math.IsNaN(res) {
+		return false
+	}
+	if total, whole := magnitudes(l); !whole || total < 1<<53 {
+		// Fractions are float64's; whole numbers whose magnitudes add
+		// up to less than 2^53 have exact partial sums, and avg's
+		// division is exact as exactArithmetic's.
+		return true
+	}
 	r, ok := decimalRat(res)
 	if !ok {
 		return false
@@ -1237,9 +1270,6 @@ func exactSum(name string, list any, res float64) bool {
 		d, ok := decimalRat(f)
 		if !ok {
 			return false
-		}
-		if !d.IsInt() {
-			return true
 		}
 		want.Add(want, d)
 	}

@@ -91,6 +91,17 @@ func TestWholeArithmeticIsExactOrRefused(t *testing.T) {
 	if _, err := dedupe.MustCompileExpr("{t: a / b}").Payload(ev); err != nil {
 		t.Errorf("{t: 1 / 3}: %v; want float64's third", err)
 	}
+	// Past 2^53 the result is checked exactly: these are exact.
+	for src, want := range map[string]string{
+		"to_string((big + big) // `2`)":  `"9007199254740991"`,
+		"to_string((-big - big) // `4`)": `"-4503599627370496"`,
+		"to_string((-big - big) // `2`)": `"-9007199254740991"`,
+		"to_string(avg([big, big]))":     `"9007199254740991"`,
+	} {
+		if got, err := dedupe.MustCompileExpr(src).Payload(ev); err != nil || string(got) != want {
+			t.Errorf("%s = %s, %v; want %s", src, got, err, want)
+		}
+	}
 	if _, err := dedupe.MustCompileExpr("{t: big + `2` - `2`}").Payload(ev); err == nil {
 		t.Error("{t: 2^53-1 + 2 - 2}: accepted, want refused: float64 rounded it")
 	}

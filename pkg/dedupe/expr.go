@@ -408,7 +408,7 @@ func eventTree(event any) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", safeJSONError(err))
 		}
-		if !jsonStringsValid(reflect.ValueOf(event)) {
+		if !marshaledValid(event, b) {
 			return nil, errNotUTF8
 		}
 		raw = b
@@ -561,6 +561,14 @@ func loneSurrogate(b []byte) bool {
 // errNotUTF8 refuses an event given as a Go value with a string that is
 // not UTF-8.
 var errNotUTF8 = errors.New("encode event: a string that is not UTF-8")
+
+// marshaledValid reports whether b, json.Marshal's encoding of v, came
+// from strings that are all UTF-8. Marshal writes each invalid byte as
+// the escape \ufffd, so only an encoding that holds one (which a
+// json.RawMessage may hold too, as written) has v walked.
+func marshaledValid(v any, b []byte) bool {
+	return !bytes.Contains(b, []byte(`\ufffd`)) || jsonStringsValid(reflect.ValueOf(v))
+}
 
 // jsonStringsValid reports whether every string json.Marshal encodes of
 // v, its maps' string keys included, is UTF-8: json.Marshal writes each

@@ -248,7 +248,7 @@ func handlerKey(in any, kind int, key, fp, scope *jmesExpr) (k string, payload [
 	if err != nil {
 		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: encode event: %w", ErrNoKey, safeJSONError(err))
 	}
-	if !jsonStringsValid(reflect.ValueOf(in)) {
+	if !marshaledValid(in, raw) {
 		return "", nil, OutcomeInvalidRequest, fmt.Errorf("%w: %w", ErrNoKey, errNotUTF8)
 	}
 	tree, err := decodeJSON(raw)
