@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -84,17 +86,20 @@ func (c *faultConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// Read decides whether to drop what it read after the read returns, not
+// before it starts, so that a read already waiting when Write marks the
+// reply as lost still drops it (pgstore's faultConn needs this for pgx's
+// background reader; go-redis reads only after it writes, and the same
+// rule keeps this harness right if that changes). Bytes that arrive after
+// the mark are the command's reply: the server applied it.
 func (c *faultConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
 	c.mu.Lock()
 	lose := c.lose
 	c.lose = false
 	c.mu.Unlock()
-	if !lose {
-		return c.Conn.Read(b)
-	}
-	// The reply arrives, so the server applied the command; drop it.
-	if _, err := c.Conn.Read(b); err != nil {
-		return 0, err
+	if !lose || err != nil {
+		return n, err
 	}
 	c.Conn.Close()
 	return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
@@ -116,4 +121,55 @@ func commandName(b []byte) (string, bool) {
 		return "", false
 	}
 	return string(bytes.ToUpper(rest[:n])), true
+}
+
+// readSignal is a connection that closes entered when its first Read
+// begins.
+type readSignal struct {
+	net.Conn
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (c *readSignal) Read(b []byte) (int, error) {
+	c.once.Do(func() { close(c.entered) })
+	return c.Conn.Read(b)
+}
+
+// TestFaultConnLosesReplyOfWaitingRead checks the harness itself: a reply
+// lost by FaultLostReply is dropped even when the read that receives it
+// was already waiting when the command was written (see faultConn.Read).
+func TestFaultConnLosesReplyOfWaitingRead(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	sig := &readSignal{Conn: client, entered: make(chan struct{})}
+	c := &faultConn{Conn: sig, inject: func(string) dedupetest.Fault { return dedupetest.FaultLostReply }}
+	defer c.Close()
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		got <- read{b[:n], err}
+	}()
+	<-sig.entered
+	ping := []byte("*1\r\n$4\r\nPING\r\n")
+	wrote := make(chan error, 1)
+	go func() { _, err := c.Write(ping); wrote <- err }() // a pipe's Write waits for the reader
+	if _, err := io.ReadFull(server, make([]byte, len(ping))); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Write([]byte("+PONG\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if !errors.Is(r.err, syscall.ECONNRESET) || len(r.b) > 0 {
+		t.Fatalf("Read after a lost reply = %q, %v; want no bytes and a reset", r.b, r.err)
+	}
 }
