@@ -14,7 +14,10 @@
 //   - a fresh request (a new key each time) through each guard;
 //   - a replay of one completed record through each guard;
 //   - each version's replay calls, recorded from one replay and resent
-//     raw: what the server takes for them, without the guard.
+//     raw: what the server takes for them, without the guard;
+//   - each version's fresh calls (its claim and its completion),
+//     recorded from one fresh request and resent raw on that request's
+//     key, which is deleted after each turn, untimed.
 //
 // Each fresh request's claim and completion are also timed at the client,
 // so that a change in one call shows as that call's.
@@ -22,7 +25,11 @@
 // It prints p50 and p90 per scenario, each ratio of the tree's p50 to the
 // base's, and the guard's own time on a replay (the guarded replay's p50
 // over its raw calls') for each version: a ratio above 1 with the guard's
-// time unchanged is the server's, not the guard's.
+// time unchanged is the server's, not the guard's. Its last line is each
+// guard's p50 over its own calls' sent raw, fresh and replay: the ratio
+// `make bench` holds each request to (its floor), for both versions in
+// the same run, so that a change of the calls is told apart from a
+// change of what the guard adds to them.
 //
 // REF must have the API the program uses: dedupe.New, dedupe.HTTPAPI,
 // dedupe.HeaderReplayed, dynamostore.New with Options.Table and

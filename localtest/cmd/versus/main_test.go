@@ -23,7 +23,7 @@ func TestShort(t *testing.T) {
 		t.Fatalf("versus -ref HEAD -short: %v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())
-	for _, want := range []string{"base fresh", "tree replay", "base replay's calls, raw", "tree: a fresh request's claim", "base: a fresh request's completion", "tree over base, p50: fresh ", "the guard's own time on a replay"} {
+	for _, want := range []string{"base fresh", "tree replay", "base replay's calls, raw", "tree: a fresh request's claim", "base: a fresh request's completion", "tree over base, p50: fresh ", "the guard's own time on a replay", "base fresh request's calls, raw", "each guard over its own calls sent raw (its floor), p50: fresh base "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the comparison prints no %q", want)
 		}
