@@ -105,4 +105,18 @@ func TestWholeArithmeticIsExactOrRefused(t *testing.T) {
 	if _, err := dedupe.MustCompileExpr("{t: big + `2` - `2`}").Payload(ev); err == nil {
 		t.Error("{t: 2^53-1 + 2 - 2}: accepted, want refused: float64 rounded it")
 	}
+	// A fraction of whole numbers past 2^53 is float64's, as below it.
+	if _, err := dedupe.MustCompileExpr("{t: (big + big) / `3`}").Payload(ev); err != nil {
+		t.Errorf("{t: (2^54-2) / 3}: %v; want float64's fraction", err)
+	}
+	// sum's magnitudes add up to 2^53+1, which float64 rounds to 2^53:
+	// the sum is checked exactly, and float64's 2^53 is refused.
+	if got, err := dedupe.MustCompileExpr("to_string(sum([big, `2`]))").Payload(ev); err == nil {
+		t.Errorf("to_string(sum([2^53-1, 2])) = %s: accepted, want refused: float64 rounded it", got)
+	}
+	// avg's whole result is checked as sum's: float64 sums these to
+	// 2^53-1, whose quarter is a fraction; the true average is 2^51.
+	if got, err := dedupe.MustCompileExpr("to_string(avg([big, `2`, `-2`, `1`]))").Payload(ev); err == nil {
+		t.Errorf("to_string(avg([2^53-1, 2, -2, 1])) = %s: accepted, want refused: float64 rounded its sum", got)
+	}
 }
