@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lambda-dedupe/dedupe/internal/conntest"
 	"github.com/lambda-dedupe/dedupe/localtest/pgtest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
@@ -150,19 +149,6 @@ func statementOp(b []byte) (string, bool) {
 	return "", false
 }
 
-// readSignal is a connection that closes entered when its first Read
-// begins.
-type readSignal struct {
-	net.Conn
-	once    sync.Once
-	entered chan struct{}
-}
-
-func (c *readSignal) Read(b []byte) (int, error) {
-	c.once.Do(func() { close(c.entered) })
-	return c.Conn.Read(b)
-}
-
 // TestFaultConnLosesReplyOfBackgroundRead checks the harness itself: a
 // reply lost by FaultLostReply is dropped even when the read that receives
 // it was already waiting when the statement was written, as pgx's
@@ -173,59 +159,10 @@ func (c *readSignal) Read(b []byte) (int, error) {
 // lease had gone reported ErrLeaseLost, and the linearizability check of
 // PgBouncer in simple-protocol mode failed once in CI on a loaded machine.
 func TestFaultConnLosesReplyOfBackgroundRead(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, ok := <-accepted
-	if !ok {
-		t.Fatal("accept failed")
-	}
-	defer server.Close()
-	sig := &readSignal{Conn: raw, entered: make(chan struct{})}
-	c := &faultConn{Conn: sig, inject: func(string) dedupetest.Fault { return dedupetest.FaultLostReply }}
-	defer c.Close()
-
-	type read struct {
-		b   []byte
-		err error
-	}
-	got := make(chan read, 1)
-	go func() {
-		b := make([]byte, 64)
-		n, err := c.Read(b)
-		got <- read{b[:n], err}
-	}()
-	<-sig.entered // the read waits, as pgx's background reader does
-
 	query := append([]byte{'Q', 0, 0, 0, 13}, "SELECT 1;\x00"...)
-	if _, err := c.Write(query); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(server, make([]byte, len(query))); err != nil {
-		t.Fatal(err)
-	}
 	reply := append([]byte{'C', 0, 0, 0, 13}, "SELECT 1\x00"...)
 	reply = append(reply, 'Z', 0, 0, 0, 5, 'I')
-	if _, err := server.Write(reply); err != nil {
-		t.Fatal(err)
-	}
-	r := <-got
-	if !errors.Is(r.err, syscall.ECONNRESET) || len(r.b) > 0 {
-		t.Fatalf("Read after a lost reply = %q, %v; want no bytes and a reset", r.b, r.err)
-	}
+	conntest.LosesWaitingRead(t, func(c net.Conn) net.Conn {
+		return &faultConn{Conn: c, inject: func(string) dedupetest.Fault { return dedupetest.FaultLostReply }}
+	}, query, reply)
 }

@@ -3,8 +3,6 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lambda-dedupe/dedupe/internal/conntest"
 	"github.com/lambda-dedupe/dedupe/localtest/redistest"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe"
 	"github.com/lambda-dedupe/dedupe/pkg/dedupe/dedupetest"
@@ -123,53 +122,11 @@ func commandName(b []byte) (string, bool) {
 	return string(bytes.ToUpper(rest[:n])), true
 }
 
-// readSignal is a connection that closes entered when its first Read
-// begins.
-type readSignal struct {
-	net.Conn
-	once    sync.Once
-	entered chan struct{}
-}
-
-func (c *readSignal) Read(b []byte) (int, error) {
-	c.once.Do(func() { close(c.entered) })
-	return c.Conn.Read(b)
-}
-
 // TestFaultConnLosesReplyOfWaitingRead checks the harness itself: a reply
 // lost by FaultLostReply is dropped even when the read that receives it
 // was already waiting when the command was written (see faultConn.Read).
 func TestFaultConnLosesReplyOfWaitingRead(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	sig := &readSignal{Conn: client, entered: make(chan struct{})}
-	c := &faultConn{Conn: sig, inject: func(string) dedupetest.Fault { return dedupetest.FaultLostReply }}
-	defer c.Close()
-	type read struct {
-		b   []byte
-		err error
-	}
-	got := make(chan read, 1)
-	go func() {
-		b := make([]byte, 64)
-		n, err := c.Read(b)
-		got <- read{b[:n], err}
-	}()
-	<-sig.entered
-	ping := []byte("*1\r\n$4\r\nPING\r\n")
-	wrote := make(chan error, 1)
-	go func() { _, err := c.Write(ping); wrote <- err }() // a pipe's Write waits for the reader
-	if _, err := io.ReadFull(server, make([]byte, len(ping))); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Write([]byte("+PONG\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	r := <-got
-	if !errors.Is(r.err, syscall.ECONNRESET) || len(r.b) > 0 {
-		t.Fatalf("Read after a lost reply = %q, %v; want no bytes and a reset", r.b, r.err)
-	}
+	conntest.LosesWaitingRead(t, func(c net.Conn) net.Conn {
+		return &faultConn{Conn: c, inject: func(string) dedupetest.Fault { return dedupetest.FaultLostReply }}
+	}, []byte("*1\r\n$4\r\nPING\r\n"), []byte("+PONG\r\n"))
 }
