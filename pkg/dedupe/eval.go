@@ -813,9 +813,9 @@ func emptyRange(args []any) bool {
 // is when name only moves, counts, groups or orders its elements and
 // never reads their values itself: a number float64 cannot hold,
 // somewhere inside, is then neither converted nor makes the result
-// inexact. A list is a shallow copy (sort_by sorts its argument in
-// place; no handler writes into an object). An expression reference's
-// values are converted as they are computed.
+// inexact. sort_by gets a shallow copy of its list, which it sorts in
+// place; no other handler writes into its arguments. An expression
+// reference's values are converted as they are computed.
 func carried(name string, x any) (any, bool) {
 	switch name {
 	case "sort_by", "max_by", "min_by", "group_by", "map", "reverse", "length", "keys", "values",
@@ -825,7 +825,10 @@ func carried(name string, x any) (any, bool) {
 	}
 	switch c := x.(type) {
 	case []any:
-		return slices.Clone(c), true
+		if name == "sort_by" {
+			return slices.Clone(c), true
+		}
+		return c, true
 	case map[string]any:
 		return c, true
 	}
